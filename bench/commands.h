@@ -1,0 +1,26 @@
+/*
+ * commands.h — the ternbench subcommands. Each lives in its own file and is
+ * a thin layer over the engine (ternbench.h), the results store and the
+ * report generator. Each returns the process exit status:
+ * 0 ok, 1 failure while running, 2 usage or input error.
+ */
+#ifndef TB_BENCH_COMMANDS_H
+#define TB_BENCH_COMMANDS_H
+
+typedef int (*tb_cmd_fn)(int argc, char **argv);   /* argv[0] is the subcommand name */
+
+int cmd_model(int argc, char **argv);        /* model synth|info|quantize   */
+int cmd_generate(int argc, char **argv);
+int cmd_tokenize(int argc, char **argv);
+int cmd_detokenize(int argc, char **argv);
+int cmd_bandwidth(int argc, char **argv);
+int cmd_kernels(int argc, char **argv);
+int cmd_bench(int argc, char **argv);
+int cmd_run(int argc, char **argv);
+int cmd_scenario(int argc, char **argv);     /* scenario explain FILE       */
+int cmd_list(int argc, char **argv);
+int cmd_show(int argc, char **argv);
+int cmd_export(int argc, char **argv);
+int cmd_report(int argc, char **argv);
+
+#endif

@@ -1,0 +1,50 @@
+/*
+ * main.c — the ternbench driver: a table of git-style subcommands.
+ */
+#include "commands.h"
+#include "ternbench.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static const struct {
+    const char *name;
+    tb_cmd_fn fn;
+    const char *help;
+} commands[] = {
+    {"model",      cmd_model,      "synth|info|quantize  synthesize, inspect or requantize a GGUF model"},
+    {"generate",   cmd_generate,   "-m F.gguf [-p TEXT] [-n N] ...  stream generated text or ids"},
+    {"tokenize",   cmd_tokenize,   "-m F.gguf (--text T | --file F) [--ids-only]"},
+    {"detokenize", cmd_detokenize, "-m F.gguf IDS...  ids back to text"},
+    {"bandwidth",  cmd_bandwidth,  "[-t N]  measure this machine's read bandwidth (the roofline)"},
+    {"kernels",    cmd_kernels,    "[--format F] [--isa I] [-t N]  per-format kernel throughput"},
+    {"bench",      cmd_bench,      "-m F.gguf [-t N] [-p P] [-n N] [-r R] [--json]  quick prefill/decode benchmark"},
+    {"run",        cmd_run,        "SCENARIO... [--db PATH] [--tag K=V]  run scenario files into SQLite"},
+    {"scenario",   cmd_scenario,   "explain FILE  show the resolved plan of a scenario"},
+    {"list",       cmd_list,       "[--db PATH]  list recorded runs"},
+    {"show",       cmd_show,       "RUN [--db PATH]  one run in detail"},
+    {"export",     cmd_export,     "[--format csv|json|md] [--run ID...]  export measurements"},
+    {"report",     cmd_report,     "[--db PATH] [--run ID...|--tag K=V|--last N] --out DIR  plots and tables"},
+};
+
+static void usage(FILE *f) {
+    fprintf(f, "ternbench %s — benchmark and reproduce on-device LLM speed claims\n\n"
+               "usage: ternbench COMMAND [ARGS]\n\ncommands:\n", TB_VERSION_STRING);
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        fprintf(f, "  %-11s %s\n", commands[i].name, commands[i].help);
+    fprintf(f, "\nenvironment: TB_ISA=ref|generic|avx2|avx512|neon caps the kernel tier\n");
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2) { usage(stderr); return 2; }
+    if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "help")) {
+        usage(stdout);
+        return 0;
+    }
+    if (!strcmp(argv[1], "--version")) { printf("ternbench %s\n", TB_VERSION_STRING); return 0; }
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        if (!strcmp(argv[1], commands[i].name)) return commands[i].fn(argc - 1, argv + 1);
+    fprintf(stderr, "ternbench: unknown command '%s'\n\n", argv[1]);
+    usage(stderr);
+    return 2;
+}

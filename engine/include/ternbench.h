@@ -1,0 +1,435 @@
+/*
+ * ternbench.h — the ternbench inference engine, public API.
+ *
+ * A small, complete engine for GGUF language models (dense and MoE, llama and
+ * maple architectures) whose purpose is to be *measured*: every decoded token
+ * can be accounted for in bytes read, and every kernel has a scalar reference.
+ *
+ * Example (error handling shortened):
+ *
+ *     tb_model_t *m;
+ *     if (tb_model_load("model.gguf", &m) != TB_OK) {
+ *         fprintf(stderr, "%s\n", tb_last_error()); return 1;
+ *     }
+ *     tb_session_params_t sp = tb_session_default_params();
+ *     sp.n_ctx = 1024; sp.n_threads = 2;
+ *     tb_session_t *s;  tb_session_new(m, &sp, &s);
+ *     int32_t ids[256];
+ *     int n = tb_tokenize(tb_model_tokenizer(m), "Hello", 5, true, false, ids, 256);
+ *     tb_session_eval(s, ids, n, false);               // prefill
+ *     tb_sampler_t *smp; tb_sampler_new(&(tb_sampler_params_t){.temp = 0}, &smp);
+ *     for (int i = 0; i < 32; i++) {
+ *         int32_t t = tb_sampler_sample(smp, tb_session_logits(s, -1), tb_model_n_vocab(m));
+ *         char buf[64]; int k = tb_detok_push(d, t, buf, sizeof buf);  // see tb_detok_*
+ *         fwrite(buf, 1, k, stdout);
+ *         tb_session_eval(s, &t, 1, false);            // decode
+ *     }
+ *     tb_sampler_free(smp); tb_session_free(s); tb_model_free(m);
+ *
+ * Error model: functions return int status (TB_OK == 0, negative tb_status
+ * on failure) and set a thread-local sticky message readable with
+ * tb_last_error(); the message stays until the next failure or
+ * tb_clear_error(). The library never prints and never calls exit().
+ *
+ * Ownership: every tb_X_new/open/load has a matching tb_X_free/close; objects
+ * returned by accessors (tb_model_tokenizer, tb_model_gguf, strings from a
+ * gguf) are borrowed and live as long as their owner.
+ *
+ * Threading: a tb_session_t runs its forward pass on its own thread pool of
+ * n_threads (the caller's thread included). Distinct sessions may be used
+ * from distinct threads; one session must not be used from two threads at
+ * once. Models are immutable after load and may be shared by sessions.
+ */
+#ifndef TERNBENCH_H
+#define TERNBENCH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define TB_VERSION_STRING "0.1.0"
+
+/* ===================================================================== */
+/* Errors                                                                 */
+/* ===================================================================== */
+
+typedef enum tb_status {
+    TB_OK              = 0,
+    TB_ERR_IO          = -1,  /* open/read/write/mmap failed (errno text in message) */
+    TB_ERR_FORMAT      = -2,  /* malformed file: message names the byte offset       */
+    TB_ERR_NOMEM       = -3,
+    TB_ERR_ARG         = -4,  /* caller passed an invalid argument                    */
+    TB_ERR_UNSUPPORTED = -5,  /* valid but not supported (arch, type, ISA)            */
+    TB_ERR_RANGE       = -6,  /* context full, id out of range, buffer too small      */
+    TB_ERR_NOT_FOUND   = -7,  /* key or tensor absent                                 */
+    TB_ERR_INTERNAL    = -8,
+} tb_status_t;
+
+/* Last error message of this thread ("" when none). Never NULL. */
+const char *tb_last_error(void);
+void tb_clear_error(void);
+const char *tb_status_name(int status);
+
+/* ===================================================================== */
+/* Tensor element types — numbering identical to ggml's enum ggml_type    */
+/* ===================================================================== */
+
+typedef enum tb_type {
+    TB_TYPE_F32   = 0,
+    TB_TYPE_F16   = 1,
+    TB_TYPE_Q4_0  = 2,
+    TB_TYPE_Q8_0  = 8,
+    TB_TYPE_Q4_K  = 12,
+    TB_TYPE_Q6_K  = 14,
+    TB_TYPE_Q8_K  = 15,   /* activation format only */
+    TB_TYPE_BF16  = 30,
+    TB_TYPE_TQ1_0 = 34,
+    TB_TYPE_TQ2_0 = 35,
+    TB_TYPE_COUNT = 40,   /* one past the largest ggml id we reserve */
+} tb_type_t;
+
+/* True when `t` is a type ternbench can read and compute with. */
+bool tb_type_supported(uint32_t t);
+/* Name as ggml spells it, lower-case ("q4_K" -> "q4_k", "tq2_0", "f16"); "?" if unknown. */
+const char *tb_type_name(tb_type_t t);
+/* Case-insensitive parse of a type name; TB_ERR_ARG if unknown. */
+int tb_type_from_name(const char *name, tb_type_t *out);
+int64_t tb_type_block_elems(tb_type_t t);   /* elements per block (1 for float types) */
+size_t  tb_type_block_bytes(tb_type_t t);   /* bytes per block                        */
+/* Bytes of a row of n elements; 0 if n is not a multiple of the block size. */
+size_t  tb_type_row_bytes(tb_type_t t, int64_t n);
+
+/* Scalar reference quantization / dequantization of one row (n % block == 0). */
+int tb_quantize_row(tb_type_t t, const float *src, void *dst, int64_t n);
+int tb_dequantize_row(tb_type_t t, const void *src, float *dst, int64_t n);
+
+/* ===================================================================== */
+/* ISA tiers and kernel dispatch                                          */
+/* ===================================================================== */
+
+typedef enum tb_isa {
+    TB_ISA_REF     = 0,  /* scalar reference (the specification)     */
+    TB_ISA_GENERIC = 1,  /* portable C, auto-vectorisable             */
+    TB_ISA_AVX2    = 2,  /* x86-64 AVX2 + FMA + F16C                  */
+    TB_ISA_AVX512  = 3,  /* x86-64 AVX-512 F/BW/VL (+VNNI/BF16 used when present) */
+    TB_ISA_NEON    = 4,  /* aarch64 NEON (+dotprod used when present)  */
+} tb_isa_t;
+
+/* Highest tier this CPU supports (libcpuid on x86). */
+tb_isa_t tb_isa_best(void);
+/* Tier in use: best, capped by the TB_ISA environment variable at first use,
+ * and by tb_isa_set(). */
+tb_isa_t tb_isa_active(void);
+/* Cap the tier (a tier above tb_isa_best() is TB_ERR_UNSUPPORTED). Not
+ * thread-safe against running sessions: call before creating sessions. */
+int tb_isa_set(tb_isa_t cap);
+const char *tb_isa_name(tb_isa_t isa);
+int tb_isa_from_name(const char *name, tb_isa_t *out);
+/* Comma-separated CPU features the active tier makes use of ("avx512f,avx512bw,avx512vnni"). */
+const char *tb_isa_features(void);
+
+/* ===================================================================== */
+/* Thread pool and raw kernels (for benchmarks and tools)                 */
+/* ===================================================================== */
+
+typedef struct tb_pool tb_pool_t;
+int  tb_pool_new(int n_threads, tb_pool_t **out);
+int  tb_pool_n_threads(const tb_pool_t *p);
+/* Run fn(arg, ith, nth) on every thread (ith = 0 is the caller) and wait. */
+void tb_pool_run(tb_pool_t *p, void (*fn)(void *arg, int ith, int nth), void *arg);
+void tb_pool_free(tb_pool_t *p);
+
+/* y (rows) = W (rows, cols) · x (cols), W in type wtype, file layout.
+ * x is quantized to the weight type's activation format once. pool may be NULL. */
+int tb_matvec(tb_pool_t *pool, tb_type_t wtype, const void *W, int64_t rows,
+              int64_t cols, const float *x, float *y);
+/* Y (n, rows) = X (n, cols) · W^T; the prefill form of tb_matvec. */
+int tb_matmul(tb_pool_t *pool, tb_type_t wtype, const void *W, int64_t rows,
+              int64_t cols, const float *X, int64_t n, float *Y);
+
+/* Monotonic clock in nanoseconds. */
+uint64_t tb_now_ns(void);
+
+/* Best-of-`reps` read bandwidth in GB/s (1e9 B/s) streaming `bytes` with
+ * n_threads threads (summing 64-bit words, so reads cannot be elided). */
+int tb_bandwidth_probe(int n_threads, size_t bytes, int reps, double *gbps);
+
+/* ===================================================================== */
+/* GGUF v3 reader                                                         */
+/* ===================================================================== */
+
+typedef enum tb_gguf_vtype {
+    TB_GGUF_UINT8 = 0, TB_GGUF_INT8 = 1, TB_GGUF_UINT16 = 2, TB_GGUF_INT16 = 3,
+    TB_GGUF_UINT32 = 4, TB_GGUF_INT32 = 5, TB_GGUF_FLOAT32 = 6, TB_GGUF_BOOL = 7,
+    TB_GGUF_STRING = 8, TB_GGUF_ARRAY = 9, TB_GGUF_UINT64 = 10, TB_GGUF_INT64 = 11,
+    TB_GGUF_FLOAT64 = 12,
+    TB_GGUF_VTYPE_COUNT
+} tb_gguf_vtype_t;
+
+typedef struct tb_gguf tb_gguf_t;
+
+/* A metadata value. Strings are NOT NUL-terminated (use len); pointers
+ * point into the mapping and live as long as the tb_gguf_t. */
+typedef struct tb_gguf_value {
+    tb_gguf_vtype_t type;
+    union {
+        uint64_t u64;     /* UINT8..UINT64 and BOOL            */
+        int64_t  i64;     /* INT8..INT64                        */
+        double   f64;     /* FLOAT32, FLOAT64                   */
+        struct { const char *ptr; uint64_t len; } str;
+        struct {
+            tb_gguf_vtype_t type;  /* element type (may be ARRAY: nested) */
+            uint64_t n;            /* element count                       */
+            const void *handle;    /* opaque; pass to tb_gguf_arr_get     */
+        } arr;
+    } v;
+} tb_gguf_value_t;
+
+typedef struct tb_gguf_tensor {
+    const char *name;      /* NUL-terminated copy owned by the tb_gguf_t */
+    tb_type_t type;
+    int n_dims;
+    int64_t ne[4];         /* ne[0] is the contiguous (row) dimension; unused dims are 1 */
+    uint64_t offset;       /* relative to the data section                */
+    uint64_t nbytes;
+    const void *data;      /* into the mapping                            */
+} tb_gguf_tensor_t;
+
+/* Map and fully validate a GGUF file. On TB_ERR_FORMAT the message names
+ * the file, the byte offset and what was expected. */
+int  tb_gguf_open(const char *path, tb_gguf_t **out);
+void tb_gguf_close(tb_gguf_t *g);
+
+uint32_t tb_gguf_version(const tb_gguf_t *g);
+uint64_t tb_gguf_alignment(const tb_gguf_t *g);
+uint64_t tb_gguf_file_size(const tb_gguf_t *g);
+uint64_t tb_gguf_data_offset(const tb_gguf_t *g);
+const char *tb_gguf_path(const tb_gguf_t *g);
+
+int64_t tb_gguf_n_kv(const tb_gguf_t *g);
+const char *tb_gguf_kv_key(const tb_gguf_t *g, int64_t i);   /* NUL-terminated */
+int  tb_gguf_kv_value(const tb_gguf_t *g, int64_t i, tb_gguf_value_t *out);
+int64_t tb_gguf_find_kv(const tb_gguf_t *g, const char *key);  /* -1 if absent */
+/* Element idx of an array value (any element type, strings included). */
+int  tb_gguf_arr_get(const tb_gguf_t *g, const tb_gguf_value_t *arr, uint64_t idx,
+                     tb_gguf_value_t *out);
+
+/* Typed getters: TB_ERR_NOT_FOUND if absent, TB_ERR_FORMAT if the stored
+ * type does not convert losslessly (any integer type to the target when in
+ * range; FLOAT32/64 for floats; BOOL for bool). */
+int tb_gguf_get_u32(const tb_gguf_t *g, const char *key, uint32_t *out);
+int tb_gguf_get_i64(const tb_gguf_t *g, const char *key, int64_t *out);
+int tb_gguf_get_f32(const tb_gguf_t *g, const char *key, float *out);
+int tb_gguf_get_bool(const tb_gguf_t *g, const char *key, bool *out);
+/* String into buf (NUL-terminated; TB_ERR_RANGE if it does not fit). */
+int tb_gguf_get_str(const tb_gguf_t *g, const char *key, char *buf, size_t cap);
+
+int64_t tb_gguf_n_tensors(const tb_gguf_t *g);
+int  tb_gguf_tensor(const tb_gguf_t *g, int64_t i, tb_gguf_tensor_t *out);
+int64_t tb_gguf_find_tensor(const tb_gguf_t *g, const char *name); /* -1 if absent */
+
+/* Human-readable name of a metadata value type ("uint32", "array", ...). */
+const char *tb_gguf_vtype_name(tb_gguf_vtype_t t);
+
+/* ===================================================================== */
+/* GGUF v3 writer — streams tensor data, never holds the file in memory   */
+/* ===================================================================== */
+
+typedef struct tb_gguf_writer tb_gguf_writer_t;
+
+/* Usage: new → set_* / add_tensor (declare all) → begin(path) →
+ * write_tensor_data for each tensor in declaration order (any number of
+ * chunks per tensor) → finish. finish() writes to PATH.tmp then renames,
+ * so a killed writer never leaves a half file under the final name. */
+int  tb_gguf_writer_new(tb_gguf_writer_t **out);
+void tb_gguf_writer_free(tb_gguf_writer_t *w);   /* removes PATH.tmp if unfinished */
+
+int tb_gguf_set_u8  (tb_gguf_writer_t *w, const char *key, uint8_t v);
+int tb_gguf_set_u32 (tb_gguf_writer_t *w, const char *key, uint32_t v);
+int tb_gguf_set_i32 (tb_gguf_writer_t *w, const char *key, int32_t v);
+int tb_gguf_set_u64 (tb_gguf_writer_t *w, const char *key, uint64_t v);
+int tb_gguf_set_f32 (tb_gguf_writer_t *w, const char *key, float v);
+int tb_gguf_set_bool(tb_gguf_writer_t *w, const char *key, bool v);
+int tb_gguf_set_str (tb_gguf_writer_t *w, const char *key, const char *v);
+/* Arrays of fixed-size elements: data holds n elements of `type` (LE). */
+int tb_gguf_set_arr (tb_gguf_writer_t *w, const char *key, tb_gguf_vtype_t type,
+                     const void *data, uint64_t n);
+int tb_gguf_set_arr_str(tb_gguf_writer_t *w, const char *key,
+                        const char *const *strs, const uint64_t *lens, uint64_t n);
+/* Copy key/value i of a reader verbatim (nested arrays included). */
+int tb_gguf_copy_kv(tb_gguf_writer_t *w, const tb_gguf_t *src, int64_t i);
+int tb_gguf_set_alignment(tb_gguf_writer_t *w, uint32_t alignment); /* default 32 */
+
+/* Declare a tensor; ne[0] is the row length and must be a block multiple. */
+int tb_gguf_add_tensor(tb_gguf_writer_t *w, const char *name, tb_type_t type,
+                       int n_dims, const int64_t *ne);
+int tb_gguf_writer_begin(tb_gguf_writer_t *w, const char *path);
+int tb_gguf_write_tensor_data(tb_gguf_writer_t *w, const void *data, size_t n);
+int tb_gguf_writer_finish(tb_gguf_writer_t *w);
+
+/* ===================================================================== */
+/* Tokenizer                                                              */
+/* ===================================================================== */
+
+typedef struct tb_tokenizer tb_tokenizer_t;
+
+/* Build from tokenizer.ggml.* metadata (model "llama" = SentencePiece BPE
+ * with byte fallback, "gpt2" = byte-level BPE with tokenizer.ggml.pre). */
+int  tb_tokenizer_from_gguf(const tb_gguf_t *g, tb_tokenizer_t **out);
+void tb_tokenizer_free(tb_tokenizer_t *t);
+
+int32_t tb_tokenizer_n_vocab(const tb_tokenizer_t *t);
+int32_t tb_tokenizer_bos(const tb_tokenizer_t *t);   /* -1 if none */
+int32_t tb_tokenizer_eos(const tb_tokenizer_t *t);   /* -1 if none */
+bool    tb_tokenizer_is_eog(const tb_tokenizer_t *t, int32_t id);
+
+/* Encode len bytes of UTF-8 text. add_special: BOS/EOS as the vocab's
+ * add_bos/add_eos flags say. parse_special: recognise special tokens' text.
+ * Returns the number of ids (written up to max_ids; when larger than
+ * max_ids, nothing beyond max_ids is written and the caller retries), or a
+ * negative status. */
+int tb_tokenize(const tb_tokenizer_t *t, const char *text, size_t len,
+                bool add_special, bool parse_special, int32_t *ids, int max_ids);
+
+/* The bytes token id stands for (byte-level decoded, "▁" → " ", <0xXX> →
+ * the byte). Special/control tokens give their text only if `special`.
+ * Returns byte count (may exceed cap: then only cap bytes written). */
+int tb_token_to_bytes(const tb_tokenizer_t *t, int32_t id, bool special,
+                      char *buf, size_t cap);
+
+/* Streaming detokenizer: emits only complete UTF-8 characters; strips the
+ * leading space SentencePiece adds to the first token. */
+typedef struct tb_detok tb_detok_t;
+int  tb_detok_new(const tb_tokenizer_t *t, tb_detok_t **out);
+/* Push one id, copy newly completed text to out (at most cap bytes; a piece
+ * is at most 256 bytes). Returns bytes written or a negative status. */
+int  tb_detok_push(tb_detok_t *d, int32_t id, char *out, size_t cap);
+/* Emit whatever is pending (invalid trailing bytes become U+FFFD). */
+int  tb_detok_flush(tb_detok_t *d, char *out, size_t cap);
+void tb_detok_free(tb_detok_t *d);
+
+/* ===================================================================== */
+/* Sampler                                                                */
+/* ===================================================================== */
+
+typedef struct tb_sampler_params {
+    float    temp;    /* <= 0: greedy (argmax, lowest id on ties)  */
+    int32_t  top_k;   /* <= 0: off                                 */
+    float    top_p;   /* >= 1: off                                 */
+    float    min_p;   /* <= 0: off                                 */
+    uint64_t seed;
+} tb_sampler_params_t;
+
+typedef struct tb_sampler tb_sampler_t;
+int  tb_sampler_new(const tb_sampler_params_t *p, tb_sampler_t **out);
+/* Draw one token. Deterministic for a given seed and call sequence;
+ * independent of thread count. Order: top-k, softmax(temp), top-p, min-p. */
+int32_t tb_sampler_sample(tb_sampler_t *s, const float *logits, int32_t n_vocab);
+void tb_sampler_free(tb_sampler_t *s);
+
+/* ===================================================================== */
+/* Model                                                                  */
+/* ===================================================================== */
+
+typedef struct tb_model tb_model_t;
+
+typedef struct tb_model_info {
+    char arch[32];          /* "llama", "maple"                           */
+    char name[128];         /* general.name or ""                         */
+    int32_t n_layer, n_embd, n_head, n_head_kv, head_dim, n_vocab, n_ctx_train;
+    int32_t n_ff;           /* dense FFN width (0 for pure MoE)            */
+    int32_t n_expert, n_expert_used, n_ff_exp;
+    int32_t n_swa;          /* sliding window (0: none)                    */
+    int32_t n_swa_layers;   /* layers that use it                          */
+    int32_t rope_dims;      /* rotated dims per head                       */
+    float rope_base, rope_base_swa, norm_eps, swiglu_clamp;
+    int64_t n_params;       /* all parameters                               */
+    int64_t n_params_active;/* parameters touched per token (top-k experts) */
+    uint64_t file_bytes;
+    uint64_t weight_bytes;  /* tensor data bytes                            */
+    tb_type_t main_type;    /* type holding most weight bytes               */
+    uint64_t load_ns;       /* wall time of tb_model_load                   */
+    uint64_t repack_bytes;  /* extra memory for repacked layouts (0: none)  */
+} tb_model_info_t;
+
+/* Bytes read from memory to decode one token at context depth `ctx`. */
+typedef struct tb_bytes_per_token {
+    uint64_t weights;       /* dense tensors + the active experts' share    */
+    uint64_t embd_row;      /* one token_embd row                           */
+    uint64_t output;        /* the output head                              */
+    uint64_t kv;            /* K and V read (sliding layers capped at n_swa) */
+    uint64_t total;
+} tb_bytes_per_token_t;
+
+int  tb_model_load(const char *path, tb_model_t **out);
+void tb_model_free(tb_model_t *m);
+int  tb_model_get_info(const tb_model_t *m, tb_model_info_t *out);
+int32_t tb_model_n_vocab(const tb_model_t *m);
+/* Expected bytes per decoded token; expert share = n_expert_used/n_expert. */
+int  tb_model_bytes_per_token(const tb_model_t *m, int32_t ctx, tb_type_t kv_type,
+                              tb_bytes_per_token_t *out);
+const tb_gguf_t *tb_model_gguf(const tb_model_t *m);
+const tb_tokenizer_t *tb_model_tokenizer(const tb_model_t *m);
+
+/* ===================================================================== */
+/* Session: KV cache + thread pool + forward pass                          */
+/* ===================================================================== */
+
+typedef struct tb_session_params {
+    int32_t n_ctx;        /* positions the session can hold (default 2048)    */
+    int32_t n_threads;    /* default 1                                        */
+    int32_t n_batch;      /* max tokens per forward call (default 512)        */
+    tb_type_t kv_type;    /* TB_TYPE_F32 or TB_TYPE_F16 (default F16)         */
+} tb_session_params_t;
+
+typedef struct tb_session tb_session_t;
+
+tb_session_params_t tb_session_default_params(void);
+int  tb_session_new(const tb_model_t *m, const tb_session_params_t *p, tb_session_t **out);
+void tb_session_free(tb_session_t *s);
+
+/* Run n tokens at positions pos..pos+n-1 (chunked by n_batch), appending
+ * to the KV cache. all_logits: keep logits for every token of this call,
+ * else only the last. TB_ERR_RANGE when the context would overflow. */
+int  tb_session_eval(tb_session_t *s, const int32_t *tokens, int32_t n, bool all_logits);
+/* Logits (n_vocab) of token i of the last eval (-1: last). NULL if not kept. */
+const float *tb_session_logits(const tb_session_t *s, int32_t i);
+int32_t tb_session_pos(const tb_session_t *s);
+void tb_session_reset(tb_session_t *s);          /* empty the KV cache       */
+/* Bytes allocated by the session (KV cache, scratch, logits). */
+uint64_t tb_session_memory_bytes(const tb_session_t *s);
+
+/* ===================================================================== */
+/* Model synthesis and quantization                                       */
+/* ===================================================================== */
+
+typedef struct tb_synth_params {
+    const char *preset;   /* "maple-preview", "maple-tiny", "llama-tiny", "moe-tiny", "llama-1b" */
+    int type;             /* projection/expert tb_type_t, or -1 for the preset's default */
+    uint64_t seed;
+    const char *vocab_from;  /* GGUF to copy tokenizer.* from, or NULL for the built-in byte-level one */
+    /* optional progress callback: done/total bytes of tensor data */
+    void (*progress)(void *ud, uint64_t done, uint64_t total);
+    void *progress_ud;
+} tb_synth_params_t;
+
+/* NULL-terminated list of preset names. */
+const char *const *tb_synth_presets(void);
+int tb_synth_model(const tb_synth_params_t *p, const char *out_path);
+
+/* Requantize the 2-D projection/expert tensors of `in` to `type`; norms,
+ * router and (unless they fit) embeddings/output keep their type. Tensors
+ * whose rows do not fit the block size keep a wider type; for each such
+ * tensor `on_keep(ud, name, kept_type)` is called if non-NULL. */
+int tb_quantize_model(const char *in_path, const char *out_path, tb_type_t type,
+                      void (*on_keep)(void *ud, const char *name, tb_type_t kept),
+                      void *ud);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* TERNBENCH_H */

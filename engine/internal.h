@@ -1,0 +1,25 @@
+/*
+ * internal.h — helpers shared by every engine translation unit (not public).
+ */
+#ifndef TB_INTERNAL_H
+#define TB_INTERNAL_H
+
+#include "ternbench.h"
+#include <assert.h>
+#include <stdarg.h>
+
+/* Set the thread-local sticky error message (printf-style) and return
+ * `status` so callers can write `return tb_err(TB_ERR_ARG, "...")`. */
+int tb_err(int status, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Prefix the current message: "<prefix>: <old message>"; returns status. */
+int tb_err_prefix(int status, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+#define TB_MIN(a, b) ((a) < (b) ? (a) : (b))
+#define TB_MAX(a, b) ((a) > (b) ? (a) : (b))
+#define TB_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
+
+/* Aligned allocation (64 bytes), zeroed; free with tb_free_aligned. */
+void *tb_alloc_aligned(size_t n);
+void tb_free_aligned(void *p);
+
+#endif

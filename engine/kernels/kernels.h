@@ -1,0 +1,58 @@
+/*
+ * kernels.h — the kernel dispatch table.
+ *
+ * One table per ISA tier (ref, generic, avx2, avx512, neon), each filled by
+ * its own translation unit compiled with its own flags. tb_kernels() returns
+ * the active tier's table, chosen once at start-up from libcpuid (capped by
+ * TB_ISA / tb_isa_set). A tier may leave an entry NULL: the dispatcher then
+ * inherits the entry from the next lower tier, so every entry of the active
+ * table is non-NULL.
+ *
+ * Weights are in file (ggml) layout unless a tier provides `repack`, in
+ * which case the model loader calls it once at load time and the tier's
+ * matvec/gemm read the repacked layout.
+ */
+#ifndef TB_KERNELS_H
+#define TB_KERNELS_H
+
+#include "quant/quant.h"
+
+/* Rows [r0, r1) of W (row stride w_stride bytes, n columns) times one
+ * activation row `a` (already in the type's vec_dot format): y[r] = W[r]·a */
+typedef void (*tb_matvec_fn)(const void *W, size_t w_stride, const void *a,
+                             float *y, int64_t r0, int64_t r1, int64_t n);
+/* Rows [r0, r1) of W times n_tok activation rows A (stride a_stride bytes):
+ * Y[t * ldy + r] = W[r]·A[t] */
+typedef void (*tb_gemm_fn)(const void *W, size_t w_stride, const void *A,
+                           size_t a_stride, int64_t n_tok, float *Y, int64_t ldy,
+                           int64_t r0, int64_t r1, int64_t n);
+
+typedef struct tb_type_kernels {
+    tb_from_float_fn quantize_act;  /* f32 -> vec_dot_type (for F32/F16/BF16: copy) */
+    tb_vec_dot_fn vec_dot;
+    tb_matvec_fn matvec;
+    tb_gemm_fn gemm;
+} tb_type_kernels_t;
+
+typedef struct tb_kernels {
+    tb_isa_t isa;
+    const char *features;                    /* CPU features used */
+    tb_type_kernels_t t[TB_TYPE_COUNT];      /* indexed by weight type */
+} tb_kernels_t;
+
+/* The active table (never NULL, all entries of supported types set). */
+const tb_kernels_t *tb_kernels(void);
+/* A specific tier's merged table, or NULL when this CPU/build lacks it. */
+const tb_kernels_t *tb_kernels_for(tb_isa_t isa);
+
+/* Fill functions of each tier (only the entries the tier implements). */
+void tb_kernels_fill_ref(tb_kernels_t *k);
+void tb_kernels_fill_generic(tb_kernels_t *k);
+void tb_kernels_fill_avx2(tb_kernels_t *k);    /* defined only on x86-64  */
+void tb_kernels_fill_avx512(tb_kernels_t *k);  /* defined only on x86-64  */
+void tb_kernels_fill_neon(tb_kernels_t *k);    /* defined only on aarch64 */
+
+/* Bytes of one activation row of n elements for weight type t. */
+size_t tb_act_row_bytes(tb_type_t wtype, int64_t n);
+
+#endif

@@ -1,0 +1,10 @@
+/* clock.c — monotonic time. */
+#include "internal.h"
+
+#include <time.h>
+
+uint64_t tb_now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}

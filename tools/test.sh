@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# tools/test.sh — install, build, and run the whole test suite twice: in the
+# release build and under AddressSanitizer + UndefinedBehaviorSanitizer.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+tools/setup.sh --asan
+echo "== tests: release build =="
+meson test -C build --print-errorlogs --num-processes 2
+echo "== tests: ASan + UBSan build =="
+meson test -C build-asan --print-errorlogs --num-processes 2 --timeout-multiplier 4
