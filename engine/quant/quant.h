@@ -53,6 +53,20 @@ typedef struct {
 } block_q4_K;
 static_assert(sizeof(block_q4_K) == 144, "block_q4_K size");
 
+/* Read the 6-bit scale and min of Q4_K sub-block j (0..7) from `scales`
+ * (ggml's get_scale_min_k4): for j < 4 the low 6 bits of bytes j (scale)
+ * and j+4 (min); for j >= 4 the low (scale) and high (min) nibble of byte
+ * j+4, topped with bits 6..7 of bytes j-4 (scale) and j (min). */
+static inline void tb_q4_K_scale_min(int j, const uint8_t *scales, uint8_t *sc, uint8_t *m) {
+    if (j < 4) {
+        *sc = scales[j] & 63;
+        *m = scales[j + 4] & 63;
+    } else {
+        *sc = (uint8_t)((scales[j + 4] & 0x0f) | ((scales[j - 4] >> 6) << 4));
+        *m = (uint8_t)((scales[j + 4] >> 4) | ((scales[j] >> 6) << 4));
+    }
+}
+
 /* Q6_K: 256 weights in 16 sub-blocks of 16, 210 bytes.
  *   [0..127]   ql      low 4 bits
  *   [128..191] qh      high 2 bits

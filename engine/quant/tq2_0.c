@@ -1,0 +1,58 @@
+/*
+ * tq2_0.c — TQ2_0: 256 ternary weights as 2-bit codes q in {0, 1, 2} with
+ * one fp16 scale (66 bytes): w = (q - 1) * d. Per 128-element half h,
+ * element 128h + 32k + m (k = 0..3, m = 0..31) is bits 2k..2k+1 of
+ * qs[32h + m].
+ */
+#include "quant/quant.h"
+
+#include <math.h>
+
+/* Code of element e (0..255). */
+static inline int tq2_code(const block_tq2_0 *b, int e) {
+    return (b->qs[32 * (e / 128) + e % 32] >> (2 * ((e % 128) / 32))) & 3;
+}
+
+/* ggml's reference: d = max|x| per block, trit = round(x / d) (half away
+ * from zero), so inputs already of the form t * d (t in -1..1) are exact. */
+void tb_quantize_row_tq2_0_ref(const float *x, void *vy, int64_t n) {
+    block_tq2_0 *y = vy;   // (n / 256) blocks
+    const int64_t nb = n / QK_K;
+    for (int64_t i = 0; i < nb; i++) {
+        const float *xb = x + i * QK_K;   // (256)
+        float amax = 0.0f;
+        for (int j = 0; j < QK_K; j++) amax = fmaxf(amax, fabsf(xb[j]));
+        const float d = amax, id = d ? 1.0f / d : 0.0f;
+        y[i].d = tb_fp32_to_fp16(d);
+        memset(y[i].qs, 0, sizeof y[i].qs);
+        for (int e = 0; e < QK_K; e++) {
+            const int q = (int)lroundf(xb[e] * id) + 1;   /* 0, 1, 2 */
+            y[i].qs[32 * (e / 128) + e % 32] |= (uint8_t)(q << (2 * ((e % 128) / 32)));
+        }
+    }
+}
+
+void tb_dequantize_row_tq2_0_ref(const void *vx, float *y, int64_t n) {
+    const block_tq2_0 *x = vx;   // (n / 256) blocks
+    const int64_t nb = n / QK_K;
+    for (int64_t i = 0; i < nb; i++) {
+        const float d = tb_fp16_to_fp32(x[i].d);
+        for (int e = 0; e < QK_K; e++) y[i * QK_K + e] = (float)(tq2_code(&x[i], e) - 1) * d;
+    }
+}
+
+/* s += d_w * d_a * (sum_e q_e * a_e - sum of bsums), i.e. sum (q - 1) * a,
+ * exact in int32 per block. */
+void tb_vec_dot_tq2_0_q8_K_ref(int64_t n, float *s, const void *vw, const void *va) {
+    const block_tq2_0 *w = vw;   // (n / 256) blocks
+    const block_q8_K *a = va;    // (n / 256) blocks
+    const int64_t nb = n / QK_K;
+    float sum = 0.0f;
+    for (int64_t i = 0; i < nb; i++) {
+        int32_t sumi = 0, suma = 0;
+        for (int e = 0; e < QK_K; e++) sumi += tq2_code(&w[i], e) * (int32_t)a[i].qs[e];
+        for (int g = 0; g < QK_K / 16; g++) suma += a[i].bsums[g];
+        sum += (float)(sumi - suma) * (tb_fp16_to_fp32(w[i].d) * a[i].d);
+    }
+    *s = sum;
+}
