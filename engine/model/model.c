@@ -1,0 +1,277 @@
+/*
+ * model.c — tb_model_load: map the GGUF, read the architecture, find and
+ * validate every tensor (presence, supported type, exact shape), convert the
+ * norm vectors to f32; plus model info and the bytes-per-token account.
+ */
+#include "model/model.h"
+#include "kernels/kernels.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ===================================================================== */
+/* Tensor lookup and validation                                           */
+/* ===================================================================== */
+
+typedef struct loadctx {
+    tb_model_t *m;
+    const char *path;
+    float *norm_next;        /* bump pointer into m->norm_store */
+    float *norm_end;
+} loadctx;
+
+static void fmt_shape(char *buf, size_t cap, int n, const int64_t *ne) {
+    int k = snprintf(buf, cap, "[");
+    for (int i = 0; i < n && k > 0 && (size_t)k < cap; i++)
+        k += snprintf(buf + k, cap - (size_t)k, i ? ", %lld" : "%lld", (long long)ne[i]);
+    if (k > 0 && (size_t)k < cap) snprintf(buf + k, cap - (size_t)k, "]");
+}
+
+/* Find tensor `name`, check it has exactly the n_dims-dimensional shape
+ * `ne` (ggml order, ne[0] = input dim) and a computable type. Absent and
+ * optional: *t zeroed, TB_OK. */
+static int find_tensor(loadctx *c, const char *name, int n_dims, const int64_t *ne,
+                       bool optional, tb_gguf_tensor_t *t) {
+    memset(t, 0, sizeof *t);
+    int64_t i = tb_gguf_find_tensor(c->m->gguf, name);
+    if (i < 0) {
+        if (optional) return TB_OK;
+        char want[96];
+        fmt_shape(want, sizeof want, n_dims, ne);
+        return tb_err(TB_ERR_NOT_FOUND, "%s: missing tensor '%s' (expected shape %s)", c->path, name, want);
+    }
+    int rc = tb_gguf_tensor(c->m->gguf, i, t);
+    if (rc != TB_OK) return tb_err_prefix(rc, "%s: tensor '%s'", c->path, name);
+    int64_t got[4] = {1, 1, 1, 1}, exp[4] = {1, 1, 1, 1};
+    for (int d = 0; d < 4; d++) got[d] = d < t->n_dims ? t->ne[d] : 1;
+    for (int d = 0; d < n_dims; d++) exp[d] = ne[d];
+    if (memcmp(got, exp, sizeof got) != 0) {
+        char want[96], have[96];
+        fmt_shape(want, sizeof want, n_dims, ne);
+        fmt_shape(have, sizeof have, t->n_dims, t->ne);
+        return tb_err(TB_ERR_FORMAT, "%s: tensor '%s' has shape %s, expected %s", c->path, name, have, want);
+    }
+    const tb_type_traits_t *tr = tb_type_traits(t->type);
+    if (!tr || !tr->vec_dot_ref || !tr->to_float_ref)
+        return tb_err(TB_ERR_UNSUPPORTED, "%s: tensor '%s' has type %s (%d), which ternbench cannot compute with",
+                      c->path, name, tb_type_name(t->type), (int)t->type);
+    if (ne[0] % tr->blck)
+        return tb_err(TB_ERR_FORMAT, "%s: tensor '%s' rows of %lld are not a multiple of the %s block (%lld)",
+                      c->path, name, (long long)ne[0], tr->name, (long long)tr->blck);
+    return TB_OK;
+}
+
+/* A matrix or stack of matrices: ne = (n_in, n_out[, n_mat]). */
+static int get_weight(loadctx *c, const char *name, int64_t n_in, int64_t n_out, int64_t n_mat,
+                      bool optional, tb_weight_t *w) {
+    memset(w, 0, sizeof *w);
+    int64_t ne[3] = {n_in, n_out, n_mat};
+    tb_gguf_tensor_t t;
+    int rc = find_tensor(c, name, n_mat > 1 ? 3 : 2, ne, optional, &t);
+    if (rc != TB_OK || !t.data) return rc;
+    w->data = t.data;
+    w->type = t.type;
+    w->n_in = n_in;
+    w->n_out = n_out;
+    w->n_mat = n_mat;
+    w->row_bytes = tb_type_row_bytes(t.type, n_in);
+    w->mat_bytes = w->row_bytes * (size_t)n_out;
+    return TB_OK;
+}
+
+/* A 1-D norm vector of n elements, converted to f32 in norm_store. */
+static int get_norm(loadctx *c, const char *name, int64_t n, const float **out) {
+    tb_gguf_tensor_t t;
+    int rc = find_tensor(c, name, 1, &n, false, &t);
+    if (rc != TB_OK) return rc;
+    if (c->norm_next + n > c->norm_end)
+        return tb_err(TB_ERR_INTERNAL, "%s: norm storage exhausted at '%s'", c->path, name);
+    tb_type_traits(t.type)->to_float_ref(t.data, c->norm_next, n);
+    *out = c->norm_next;
+    c->norm_next += n;
+    return TB_OK;
+}
+
+static int load_layer(loadctx *c, int32_t il) {
+    tb_model_t *m = c->m;
+    const tb_model_info_t *in = &m->info;
+    tb_layer_t *L = &m->layers[il];
+    const int64_t E = in->n_embd, hd = in->head_dim;
+    const int64_t nq = (int64_t)in->n_head * hd, nkv = (int64_t)in->n_head_kv * hd;
+    char nm[96];
+    int rc;
+#define NAME(s) (snprintf(nm, sizeof nm, "blk.%d." s, il), nm)
+    if ((rc = get_norm(c, NAME("attn_norm"), E, &L->attn_norm))) return rc;
+    if ((rc = get_weight(c, NAME("attn_q"), E, nq, 1, false, &L->wq))) return rc;
+    if ((rc = get_weight(c, NAME("attn_k"), E, nkv, 1, false, &L->wk))) return rc;
+    if ((rc = get_weight(c, NAME("attn_v"), E, nkv, 1, false, &L->wv))) return rc;
+    if ((rc = get_weight(c, NAME("attn_output"), nq, E, 1, false, &L->wo))) return rc;
+    if (m->arch == TB_ARCH_MAPLE) {
+        if ((rc = get_norm(c, NAME("attn_q_norm"), hd, &L->q_norm))) return rc;
+        if ((rc = get_norm(c, NAME("attn_k_norm"), hd, &L->k_norm))) return rc;
+    }
+    if ((rc = get_norm(c, NAME("ffn_norm"), E, &L->ffn_norm))) return rc;
+    if (in->n_expert > 0) {
+        const int64_t X = in->n_expert, F = in->n_ff_exp;
+        if ((rc = get_weight(c, NAME("ffn_gate_inp"), E, X, 1, false, &L->router))) return rc;
+        if ((rc = get_weight(c, NAME("ffn_gate_exps"), E, F, X, false, &L->gate_exps))) return rc;
+        if ((rc = get_weight(c, NAME("ffn_up_exps"), E, F, X, false, &L->up_exps))) return rc;
+        if ((rc = get_weight(c, NAME("ffn_down_exps"), F, E, X, false, &L->down_exps))) return rc;
+        if (L->gate_exps.type != L->up_exps.type)
+            return tb_err(TB_ERR_UNSUPPORTED, "%s: blk.%d.ffn_gate_exps (%s) and ffn_up_exps (%s) must share a type",
+                          c->path, il, tb_type_name(L->gate_exps.type), tb_type_name(L->up_exps.type));
+    } else {
+        const int64_t F = in->n_ff;
+        if ((rc = get_weight(c, NAME("ffn_gate"), E, F, 1, false, &L->ffn_gate))) return rc;
+        if ((rc = get_weight(c, NAME("ffn_up"), E, F, 1, false, &L->ffn_up))) return rc;
+        if ((rc = get_weight(c, NAME("ffn_down"), F, E, 1, false, &L->ffn_down))) return rc;
+    }
+#undef NAME
+    return TB_OK;
+}
+
+static int load_tensors(tb_model_t *m, const char *path) {
+    tb_model_info_t *in = &m->info;
+    loadctx c = {.m = m, .path = path};
+    int64_t iemb = tb_gguf_find_tensor(m->gguf, "token_embd");
+    if (iemb < 0) return tb_err(TB_ERR_NOT_FOUND, "%s: missing tensor 'token_embd' (expected shape [%d, n_vocab])",
+                                path, in->n_embd);
+    tb_gguf_tensor_t te;
+    int rc = tb_gguf_tensor(m->gguf, iemb, &te);
+    if (rc != TB_OK) return rc;
+    if (te.n_dims != 2 || te.ne[1] < 1 || te.ne[1] > INT32_MAX)
+        return tb_err(TB_ERR_FORMAT, "%s: tensor 'token_embd' must be 2-D [%d, n_vocab]", path, in->n_embd);
+    in->n_vocab = (int32_t)te.ne[1];
+    if ((rc = get_weight(&c, "token_embd", in->n_embd, in->n_vocab, 1, false, &m->tok_embd))) return rc;
+    bool out_optional = m->arch == TB_ARCH_LLAMA;
+    if ((rc = get_weight(&c, "output", in->n_embd, in->n_vocab, 1, out_optional, &m->output))) return rc;
+    m->tied = m->output.data == NULL;
+    if (m->tied) m->output = m->tok_embd;
+
+    /* norm vectors: attn + ffn per layer, q/k per layer, output */
+    size_t n_norm = (size_t)in->n_embd * (2u * (size_t)in->n_layer + 1) +
+                    (size_t)in->head_dim * 2u * (size_t)in->n_layer;
+    m->norm_store = malloc(n_norm * sizeof(float));
+    if (!m->norm_store) return tb_err(TB_ERR_NOMEM, "out of memory for norm vectors");
+    c.norm_next = m->norm_store;
+    c.norm_end = m->norm_store + n_norm;
+    if ((rc = get_norm(&c, "output_norm", in->n_embd, &m->output_norm))) return rc;
+    for (int32_t il = 0; il < in->n_layer; il++)
+        if ((rc = load_layer(&c, il))) return rc;
+    return TB_OK;
+}
+
+/* ===================================================================== */
+/* Info                                                                   */
+/* ===================================================================== */
+
+static bool is_expert_tensor(const char *name) {
+    return strstr(name, "_exps") != NULL;
+}
+
+static void compute_info(tb_model_t *m) {
+    tb_model_info_t *in = &m->info;
+    uint64_t by_type[TB_TYPE_COUNT] = {0};
+    int64_t n = tb_gguf_n_tensors(m->gguf);
+    in->n_params = in->n_params_active = 0;
+    in->weight_bytes = 0;
+    for (int64_t i = 0; i < n; i++) {
+        tb_gguf_tensor_t t;
+        if (tb_gguf_tensor(m->gguf, i, &t) != TB_OK) continue;
+        int64_t ne = t.ne[0] * t.ne[1] * t.ne[2] * t.ne[3];
+        in->n_params += ne;
+        if (is_expert_tensor(t.name) && in->n_expert > 0)
+            in->n_params_active += ne / in->n_expert * in->n_expert_used;
+        else
+            in->n_params_active += ne;
+        in->weight_bytes += t.nbytes;
+        if ((unsigned)t.type < TB_TYPE_COUNT) by_type[t.type] += t.nbytes;
+    }
+    in->main_type = TB_TYPE_F32;
+    for (int t = 0; t < TB_TYPE_COUNT; t++)
+        if (by_type[t] > by_type[in->main_type]) in->main_type = (tb_type_t)t;
+    in->file_bytes = tb_gguf_file_size(m->gguf);
+    in->repack_bytes = 0;
+}
+
+/* ===================================================================== */
+/* Public API                                                             */
+/* ===================================================================== */
+
+int tb_model_load(const char *path, tb_model_t **out) {
+    if (!path || !out) return tb_err(TB_ERR_ARG, "tb_model_load: NULL argument");
+    *out = NULL;
+    uint64_t t0 = tb_now_ns();
+    tb_model_t *m = calloc(1, sizeof *m);
+    if (!m) return tb_err(TB_ERR_NOMEM, "out of memory for model");
+    int rc = tb_gguf_open(path, &m->gguf);
+    if (rc == TB_OK) rc = tb_model_read_hparams(m, path);
+    if (rc == TB_OK) rc = load_tensors(m, path);
+    if (rc == TB_OK && tb_gguf_find_kv(m->gguf, "tokenizer.ggml.model") >= 0) {
+        rc = tb_tokenizer_from_gguf(m->gguf, &m->tok);
+        if (rc != TB_OK) rc = tb_err_prefix(rc, "%s: tokenizer", path);
+    }
+    if (rc != TB_OK) {
+        tb_model_free(m);
+        return rc;
+    }
+    compute_info(m);
+    m->info.load_ns = tb_now_ns() - t0;
+    *out = m;
+    return TB_OK;
+}
+
+void tb_model_free(tb_model_t *m) {
+    if (!m) return;
+    tb_tokenizer_free(m->tok);
+    free(m->layers);
+    free(m->norm_store);
+    tb_gguf_close(m->gguf);
+    free(m);
+}
+
+int tb_model_get_info(const tb_model_t *m, tb_model_info_t *out) {
+    if (!m || !out) return tb_err(TB_ERR_ARG, "tb_model_get_info: NULL argument");
+    *out = m->info;
+    return TB_OK;
+}
+
+int32_t tb_model_n_vocab(const tb_model_t *m) { return m ? m->info.n_vocab : 0; }
+const tb_gguf_t *tb_model_gguf(const tb_model_t *m) { return m ? m->gguf : NULL; }
+const tb_tokenizer_t *tb_model_tokenizer(const tb_model_t *m) { return m ? m->tok : NULL; }
+
+/* See ternbench.h for the formula. The weights term counts every tensor of
+ * the file except token_embd and output, expert stacks at n_used/n_expert. */
+int tb_model_bytes_per_token(const tb_model_t *m, int32_t ctx, tb_type_t kv_type,
+                             tb_bytes_per_token_t *out) {
+    if (!m || !out) return tb_err(TB_ERR_ARG, "tb_model_bytes_per_token: NULL argument");
+    if (ctx < 0) return tb_err(TB_ERR_ARG, "tb_model_bytes_per_token: negative context %d", ctx);
+    if (kv_type != TB_TYPE_F32 && kv_type != TB_TYPE_F16)
+        return tb_err(TB_ERR_ARG, "tb_model_bytes_per_token: KV type must be f32 or f16, got %s",
+                      tb_type_name(kv_type));
+    const tb_model_info_t *in = &m->info;
+    memset(out, 0, sizeof *out);
+    int64_t n = tb_gguf_n_tensors(m->gguf);
+    for (int64_t i = 0; i < n; i++) {
+        tb_gguf_tensor_t t;
+        int rc = tb_gguf_tensor(m->gguf, i, &t);
+        if (rc != TB_OK) return rc;
+        if (strcmp(t.name, "token_embd") == 0 || strcmp(t.name, "output") == 0) continue;
+        if (is_expert_tensor(t.name) && in->n_expert > 0)
+            out->weights += t.nbytes / (uint64_t)in->n_expert * (uint64_t)in->n_expert_used;
+        else
+            out->weights += t.nbytes;
+    }
+    out->embd_row = m->tok_embd.row_bytes;
+    out->output = m->output.mat_bytes;
+    const uint64_t kv_row = 2u * (uint64_t)in->n_head_kv * (uint64_t)in->head_dim *
+                            (kv_type == TB_TYPE_F16 ? 2u : 4u);
+    for (int32_t il = 0; il < in->n_layer; il++) {
+        int32_t depth = m->layers[il].sliding ? TB_MIN(ctx, in->n_swa) : ctx;
+        out->kv += kv_row * (uint64_t)depth;
+    }
+    out->total = out->weights + out->embd_row + out->output + out->kv;
+    return TB_OK;
+}

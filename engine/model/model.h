@@ -1,0 +1,113 @@
+/*
+ * model.h — the loaded model (hyper-parameters + weight views into the GGUF
+ * mapping) and the internal interfaces between the model/ files:
+ *
+ *   hparams.c    architecture keys  -> tb_model_info_t + per-layer flags
+ *   model.c      load, validate tensors, info, bytes per token
+ *   ops.c        rmsnorm, rope tables, softmax, silu (scalar, per row)
+ *   linear.c     matvec/gemm through the kernel table, split over the pool
+ *   attention.c  KV cache rows, q/k norm + rope, attention over a window
+ *   moe.c        router (softmax top-k) and the expert MLPs
+ *   forward.c    one chunk of tokens through all layers
+ *   session.c    tb_session_*: KV cache, scratch, logits
+ *
+ * Weights are never copied: a tb_weight_t points into the mapping. Only the
+ * small 1-D norm vectors are converted to owned f32 arrays at load.
+ */
+#ifndef TB_MODEL_H
+#define TB_MODEL_H
+
+#include "internal.h"
+
+typedef enum tb_arch { TB_ARCH_LLAMA = 0, TB_ARCH_MAPLE = 1 } tb_arch_t;
+
+/* A matrix (or a stack of n_mat matrices) in file layout: n_out rows of
+ * n_in elements, row stride row_bytes; matrix e starts at e * mat_bytes. */
+typedef struct tb_weight {
+    const void *data;       /* NULL when the tensor is absent */
+    tb_type_t type;
+    int64_t n_in, n_out, n_mat;
+    size_t row_bytes, mat_bytes;
+} tb_weight_t;
+
+typedef struct tb_layer {
+    const float *attn_norm;          /* (n_embd)                          */
+    const float *q_norm, *k_norm;    /* (head_dim) or NULL                */
+    const float *ffn_norm;           /* (n_embd)                          */
+    tb_weight_t wq;                  /* (n_embd -> n_head * head_dim)     */
+    tb_weight_t wk, wv;              /* (n_embd -> n_head_kv * head_dim)  */
+    tb_weight_t wo;                  /* (n_head * head_dim -> n_embd)     */
+    tb_weight_t ffn_gate, ffn_up;    /* dense: (n_embd -> n_ff)           */
+    tb_weight_t ffn_down;            /* dense: (n_ff -> n_embd)           */
+    tb_weight_t router;              /* (n_embd -> n_expert)              */
+    tb_weight_t gate_exps, up_exps;  /* (n_expert, n_embd -> n_ff_exp)    */
+    tb_weight_t down_exps;           /* (n_expert, n_ff_exp -> n_embd)    */
+    bool sliding;                    /* attends to the last n_swa positions */
+    bool rope;                       /* apply RoPE on this layer           */
+    float rope_base;
+    float clamp;                     /* swiglu clamp c; INFINITY: none     */
+} tb_layer_t;
+
+struct tb_model {
+    tb_gguf_t *gguf;
+    tb_tokenizer_t *tok;             /* NULL when the file has no tokenizer */
+    tb_model_info_t info;
+    tb_arch_t arch;
+    bool rope_neox;                  /* rotate-half pairing (maple) vs adjacent (llama) */
+    tb_weight_t tok_embd;            /* (n_embd -> n_vocab), rows are embeddings */
+    tb_weight_t output;              /* (n_embd -> n_vocab), == tok_embd when tied */
+    bool tied;
+    const float *output_norm;        /* (n_embd) */
+    tb_layer_t *layers;              /* (n_layer) */
+    float *norm_store;               /* owns every f32 norm vector */
+};
+
+/* ---- hparams.c --------------------------------------------------------- */
+
+/* Read the architecture's keys into m->info, m->arch, m->rope_neox and the
+ * per-layer flags of m->layers (allocated here, n_layer entries). Unknown
+ * architecture: TB_ERR_UNSUPPORTED; missing/invalid key: TB_ERR_FORMAT or
+ * TB_ERR_NOT_FOUND with a message naming the file and the key. */
+int tb_model_read_hparams(tb_model_t *m, const char *path);
+
+/* ---- ops.c ------------------------------------------------------------- */
+
+/* y = x / sqrt(mean(x^2) + eps) * w, n elements (y may alias x). */
+void tb_op_rmsnorm(float *y, const float *x, const float *w, int n, float eps);
+/* cos/sin of pos * base^(-2i/n_rot) for i < n_rot/2, computed in double. */
+void tb_op_rope_table(float *cs, float *sn, int32_t pos, int n_rot, float base);
+/* Rotate the first n_rot dims of one head x (head_dim) in place. neox:
+ * pairs (i, i + n_rot/2); else adjacent pairs (2i, 2i+1). */
+void tb_op_rope(float *x, const float *cs, const float *sn, int n_rot, bool neox);
+/* In-place softmax of n values (f32, max-subtracted). */
+void tb_op_softmax(float *x, int n);
+static inline float tb_op_silu(float x) { return x / (1.0f + __builtin_expf(-x)); }
+
+/* ---- linear.c ---------------------------------------------------------- */
+
+/* One matrix of a fused linear pass: Y[t * ldy + r] = W[r] · A[t] for the
+ * n_tok activation rows A (already quantized to W's activation format,
+ * stride a_stride bytes) and rows r of [0, W->n_out). */
+typedef struct tb_lin_job {
+    const tb_weight_t *w;
+    size_t mat;                      /* matrix index within a stack (experts) */
+    const void *a;
+    size_t a_stride;
+    int64_t n_tok;
+    float *y;
+    int64_t ldy;
+} tb_lin_job_t;
+
+/* Run all jobs in ONE pool pass: the rows of all jobs are concatenated and
+ * split into contiguous, 16-row aligned ranges, one per thread; each row is
+ * computed by exactly one thread (matvec when n_tok == 1, else gemm), so the
+ * result does not depend on the thread count. */
+void tb_lin_run(tb_pool_t *pool, const tb_lin_job_t *jobs, int n_jobs);
+
+/* Quantize n rows of x (row stride x_ld floats, n_in each) to the activation
+ * format of weight type wtype; output row stride is the return value
+ * (tb_act_row_bytes(wtype, n_in)). */
+size_t tb_lin_quantize(tb_type_t wtype, const float *x, int64_t x_ld, int64_t n,
+                       int64_t n_in, void *out);
+
+#endif

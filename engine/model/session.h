@@ -1,0 +1,88 @@
+/*
+ * session.h — the session state shared by session.c, forward.c,
+ * attention.c and moe.c (not public).
+ *
+ * KV cache: per layer, K and V each (cap, n_head_kv * head_dim) in kv_type,
+ * position p in slot p % cap; cap = n_ctx for global layers and
+ * min(n_swa, n_ctx) for sliding layers (a ring). During a chunk the new
+ * K/V rows go to a staging area first; attention reads positions before
+ * the chunk from the cache and positions inside it from staging, then the
+ * staging rows are written into the cache. So a ring slot is never
+ * overwritten while a token of the same chunk still needs it.
+ *
+ * Scratch buffers are sized once for n_batch tokens at session creation.
+ */
+#ifndef TB_SESSION_H
+#define TB_SESSION_H
+
+#include "model/model.h"
+
+typedef struct tb_kv_layer {
+    void *k, *v;                     /* (cap, n_head_kv * head_dim) kv_type */
+    int32_t cap;
+} tb_kv_layer_t;
+
+struct tb_session {
+    const tb_model_t *m;
+    tb_session_params_t p;
+    tb_pool_t *pool;
+    int32_t pos;                     /* tokens in the cache */
+    size_t kv_elem;                  /* 2 (f16) or 4 (f32) */
+    tb_kv_layer_t *kv;               /* (n_layer) */
+
+    /* ---- per-chunk scratch (nb = n_batch) ---- */
+    float *x;                        /* (nb, n_embd) residual stream     */
+    float *xn;                       /* (nb, n_embd) normed input         */
+    float *y;                        /* (nb, n_embd) block output         */
+    float *q;                        /* (nb, n_head * head_dim)           */
+    float *k, *v;                    /* (nb, n_head_kv * head_dim)        */
+    void *k_stage, *v_stage;         /* (nb, n_head_kv * head_dim) kv_type */
+    float *att;                      /* (nb, n_head * head_dim)           */
+    void *act, *act2;                /* (nb, max activation row bytes)    */
+    float *ff_g, *ff_u;              /* (nb, n_ff) dense gate/up          */
+    float *rope_cs, *rope_sn;        /* (2, nb, rope_dims/2): [0] base, [1] base_swa */
+    float *scores;                   /* (n_threads, n_ctx)                */
+    size_t act_bytes;                /* row stride of act/act2            */
+
+    /* ---- MoE scratch (nr = nb * n_expert_used routed rows) ---- */
+    float *router;                   /* (nb, n_expert) logits -> probs    */
+    int32_t *sel;                    /* (nb, n_used) chosen experts       */
+    float *sel_w;                    /* (nb, n_used) renormalised weights */
+    int32_t *row_of;                 /* (nb, n_used) -> routed row        */
+    int32_t *tok_of;                 /* (nr) routed row -> token          */
+    int32_t *exp_off;                /* (n_expert + 1) first routed row   */
+    void *xg;                        /* (nr, act bytes of n_embd) gathered */
+    float *eg, *eu;                  /* (nr, n_ff_exp) expert gate/up     */
+    void *hq;                        /* (nr, act bytes of n_ff_exp)        */
+    float *ed;                       /* (nr, n_embd) weighted down output */
+    tb_lin_job_t *jobs;              /* (2 * n_expert + 3)                */
+
+    /* ---- logits of the last eval ---- */
+    float *logits;                   /* (logits_cap, n_vocab)             */
+    int32_t logits_cap;
+    int32_t n_logits;                /* rows kept by the last eval        */
+    int32_t n_last;                  /* tokens in the last eval           */
+    uint64_t mem_bytes;
+};
+
+/* ---- forward.c --------------------------------------------------------- */
+
+/* Run n (<= n_batch) tokens at positions s->pos.. through the model;
+ * writes logits for the last token (or all n when all_logits) to `logits`
+ * (rows of n_vocab; NULL: skip the output head). Advances s->pos. */
+int tb_forward_chunk(tb_session_t *s, const int32_t *tokens, int32_t n, bool all_logits,
+                     float *logits);
+
+/* ---- attention.c ------------------------------------------------------- */
+
+/* Self-attention of layer il for n tokens starting at s->pos: q/k norm,
+ * rope, K/V to staging, attention over each token's window, staging into
+ * the cache. Input s->q, s->k, s->v; output s->att (n, n_head*head_dim). */
+void tb_attention(tb_session_t *s, int32_t il, int32_t n);
+
+/* ---- moe.c ------------------------------------------------------------- */
+
+/* FFN of layer il: s->y (n, n_embd) = experts(s->xn). */
+void tb_moe_ffn(tb_session_t *s, int32_t il, int32_t n);
+
+#endif
