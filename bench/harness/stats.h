@@ -1,0 +1,28 @@
+/*
+ * stats.h — statistics helpers for the harness (pure functions, no state).
+ *
+ * Conventions: inputs are never modified (functions that sort copy first);
+ * n == 0 yields NAN. Percentiles use linear interpolation between closest
+ * ranks: rank = p/100 * (n - 1) over the sorted values (numpy's default).
+ */
+#ifndef TB_HARNESS_STATS_H
+#define TB_HARNESS_STATS_H
+
+#include <stddef.h>
+
+typedef struct tb_stats_summary {
+    size_t n;
+    double min, max, mean, median, stddev;   /* stddev: sample (n - 1), 0 if n < 2 */
+} tb_stats_summary_t;
+
+double tb_stats_mean(const double *x, size_t n);
+double tb_stats_stddev(const double *x, size_t n);
+double tb_stats_percentile(const double *x, size_t n, double p);   /* p in [0, 100] */
+double tb_stats_median(const double *x, size_t n);
+void   tb_stats_summarize(const double *x, size_t n, tb_stats_summary_t *out);
+/* Stability of a series of rates: 100 * worst / best (100 = perfectly flat). */
+double tb_stats_stability_pct(const double *rates, size_t n);
+/* Pick a summary statistic by name: "median", "mean", "min", "max". NAN if unknown. */
+double tb_stats_pick(const tb_stats_summary_t *s, const char *stat);
+
+#endif
