@@ -130,7 +130,7 @@ typedef void (*tb_to_float_fn)(const void *x, float *y, int64_t n);
 typedef void (*tb_vec_dot_fn)(int64_t n, float *s, const void *w, const void *a);
 
 typedef struct tb_type_traits {
-    const char *name;        /* "q4_K" style, as ggml prints it       */
+    const char *name;        /* ggml's name in lower case ("q4_k")   */
     int64_t blck;            /* elements per block                     */
     size_t bytes;            /* bytes per block                        */
     bool is_quant;
