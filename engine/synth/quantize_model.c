@@ -1,0 +1,176 @@
+/*
+ * quantize_model.c — tb_quantize_model(): requantize a GGUF's projection and
+ * expert tensors to one type, streaming tensor by tensor.
+ *
+ * Policy (llama.cpp-like):
+ *   - 1-D tensors (norms), the MoE router (ffn_gate_inp), token_embd and
+ *     output keep their type;
+ *   - every other 2-D+ tensor becomes `type`; when its rows (ne[0]) are not
+ *     a multiple of the type's block it takes a wider type instead — q8_0
+ *     when the rows fit blocks of 32, else f16 — and on_keep() is told;
+ *   - every metadata key is copied; general.file_type is set for `type`.
+ * Rows are converted in batches (tb_dequantize_row → tb_quantize_row) on a
+ * thread pool; unchanged tensors are copied straight from the mapping.
+ */
+#include "synth/synth.h"
+#include "quant/quant.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define BATCH_BYTES (8u << 20)    /* target output bytes per converted batch */
+#define MAX_THREADS 8
+
+/* Bare tensor name: "blk.3.attn_q.weight" → compares as "blk.3.attn_q". */
+static bool name_is(const char *name, const char *base) {
+    size_t n = strlen(base);
+    return !strncmp(name, base, n) && (name[n] == '\0' || !strcmp(name + n, ".weight"));
+}
+
+/* Output type of tensor t for requested `type`; *kept set when the block
+ * size forced a wider type. */
+static tb_type_t target_type(const tb_gguf_tensor_t *t, tb_type_t type, bool *kept) {
+    *kept = false;
+    if (t->n_dims < 2 || name_is(t->name, "token_embd") || name_is(t->name, "output") ||
+        strstr(t->name, "ffn_gate_inp"))
+        return t->type;
+    if (t->ne[0] % tb_type_block_elems(type) == 0) return type;
+    *kept = true;
+    return t->ne[0] % 32 == 0 ? TB_TYPE_Q8_0 : TB_TYPE_F16;
+}
+
+/* ===================================================================== */
+/* Row conversion on the pool                                             */
+/* ===================================================================== */
+
+typedef struct conv_job {
+    tb_type_t src_type, dst_type;
+    int64_t ne0, rows;
+    const uint8_t *src;           /* (rows, src row bytes) */
+    uint8_t *dst;                 /* (rows, dst row bytes) */
+    float *scratch[MAX_THREADS];  /* (ne0) per thread      */
+    int rc[MAX_THREADS];
+    char msg[MAX_THREADS][256];
+} conv_job_t;
+
+static void conv_worker(void *arg, int ith, int nth) {
+    conv_job_t *j = arg;
+    const size_t sb = tb_type_row_bytes(j->src_type, j->ne0);
+    const size_t db = tb_type_row_bytes(j->dst_type, j->ne0);
+    const int64_t per = (j->rows + nth - 1) / nth;
+    const int64_t r0 = per * ith, r1 = TB_MIN(j->rows, r0 + per);
+    for (int64_t r = r0; r < r1; r++) {
+        int rc = tb_dequantize_row(j->src_type, j->src + (size_t)r * sb, j->scratch[ith], j->ne0);
+        if (rc == TB_OK) rc = tb_quantize_row(j->dst_type, j->scratch[ith], j->dst + (size_t)r * db, j->ne0);
+        if (rc != TB_OK) {
+            j->rc[ith] = rc;
+            snprintf(j->msg[ith], sizeof j->msg[ith], "%s", tb_last_error());
+            return;
+        }
+    }
+}
+
+/* Convert and write one tensor; buf holds BATCH_BYTES (or one row). */
+static int convert_tensor(tb_pool_t *pool, conv_job_t *j, tb_gguf_writer_t *w,
+                          const tb_gguf_tensor_t *t, tb_type_t dst, uint8_t *buf, size_t buf_cap) {
+    const size_t sb = tb_type_row_bytes(t->type, t->ne[0]);
+    const size_t db = tb_type_row_bytes(dst, t->ne[0]);
+    const int64_t n_rows = t->ne[1] * t->ne[2] * t->ne[3];
+    const int64_t batch = TB_MAX((int64_t)1, (int64_t)(buf_cap / db));
+    j->src_type = t->type;
+    j->dst_type = dst;
+    j->ne0 = t->ne[0];
+    j->dst = buf;
+    for (int64_t r0 = 0; r0 < n_rows; r0 += batch) {
+        j->rows = TB_MIN(batch, n_rows - r0);
+        j->src = (const uint8_t *)t->data + (size_t)r0 * sb;
+        tb_pool_run(pool, conv_worker, j);
+        for (int i = 0; i < MAX_THREADS; i++)
+            if (j->rc[i] != TB_OK) return tb_err(j->rc[i], "tensor %s: %s", t->name, j->msg[i]);
+        int rc = tb_gguf_write_tensor_data(w, buf, (size_t)j->rows * db);
+        if (rc != TB_OK) return rc;
+    }
+    return TB_OK;
+}
+
+/* ===================================================================== */
+/* Entry point                                                            */
+/* ===================================================================== */
+
+static int declare(const tb_gguf_t *g, tb_gguf_writer_t *w, tb_type_t type, tb_type_t *out_types,
+                   void (*on_keep)(void *, const char *, tb_type_t), void *ud) {
+    int rc;
+    for (int64_t i = 0; i < tb_gguf_n_kv(g); i++) {
+        if (!strcmp(tb_gguf_kv_key(g, i), "general.file_type")) continue;
+        if ((rc = tb_gguf_copy_kv(w, g, i)) != TB_OK) return rc;
+    }
+    if ((rc = tb_gguf_set_u32(w, "general.file_type", synth_ftype_of(type))) != TB_OK) return rc;
+    for (int64_t i = 0; i < tb_gguf_n_tensors(g); i++) {
+        tb_gguf_tensor_t t;
+        if ((rc = tb_gguf_tensor(g, i, &t)) != TB_OK) return rc;
+        bool kept;
+        out_types[i] = target_type(&t, type, &kept);
+        if (kept && on_keep) on_keep(ud, t.name, out_types[i]);
+        if (out_types[i] != t.type && !tb_type_traits(t.type))
+            return tb_err(TB_ERR_UNSUPPORTED, "tensor %s has type %d, which cannot be dequantized",
+                          t.name, (int)t.type);
+        if ((rc = tb_gguf_add_tensor(w, t.name, out_types[i], t.n_dims, t.ne)) != TB_OK) return rc;
+    }
+    return TB_OK;
+}
+
+int tb_quantize_model(const char *in_path, const char *out_path, tb_type_t type,
+                      void (*on_keep)(void *ud, const char *name, tb_type_t kept), void *ud) {
+    if (!in_path || !out_path) return tb_err(TB_ERR_ARG, "quantize: NULL path");
+    if (!tb_type_supported((uint32_t)type) || type == TB_TYPE_Q8_K)
+        return tb_err(TB_ERR_ARG, "quantize: type %d cannot hold weights", (int)type);
+    tb_gguf_t *g = NULL;
+    tb_gguf_writer_t *w = NULL;
+    tb_pool_t *pool = NULL;
+    tb_type_t *types = NULL;
+    uint8_t *buf = NULL;
+    conv_job_t job = {0};
+    int rc = tb_gguf_open(in_path, &g);
+    if (rc != TB_OK) return rc;
+    const int64_t nt = tb_gguf_n_tensors(g);
+    int64_t max_ne0 = 1;
+    size_t max_row = 1;
+    for (int64_t i = 0; i < nt; i++) {
+        tb_gguf_tensor_t t;
+        if ((rc = tb_gguf_tensor(g, i, &t)) != TB_OK) goto done;
+        max_ne0 = TB_MAX(max_ne0, t.ne[0]);
+        max_row = TB_MAX(max_row, (size_t)t.ne[0] * sizeof(float));
+    }
+    const size_t cap = TB_MAX((size_t)BATCH_BYTES, max_row);
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    types = malloc((size_t)TB_MAX(nt, 1) * sizeof *types);
+    buf = tb_alloc_aligned(cap);
+    bool ok = types && buf;
+    for (int i = 0; i < MAX_THREADS && ok; i++)
+        ok = (job.scratch[i] = malloc((size_t)max_ne0 * sizeof(float))) != NULL;
+    if (!ok) { rc = tb_err(TB_ERR_NOMEM, "quantize: out of memory"); goto done; }
+    if ((rc = tb_pool_new((int)TB_MAX(1, TB_MIN(ncpu, MAX_THREADS)), &pool)) != TB_OK) goto done;
+    if ((rc = tb_gguf_writer_new(&w)) != TB_OK) goto done;
+    if ((rc = declare(g, w, type, types, on_keep, ud)) != TB_OK) goto done;
+    if ((rc = tb_gguf_writer_begin(w, out_path)) != TB_OK) goto done;
+    for (int64_t i = 0; i < nt && rc == TB_OK; i++) {
+        tb_gguf_tensor_t t;
+        if ((rc = tb_gguf_tensor(g, i, &t)) != TB_OK) break;
+        if (types[i] == t.type)
+            rc = tb_gguf_write_tensor_data(w, t.data, (size_t)t.nbytes);
+        else
+            rc = convert_tensor(pool, &job, w, &t, types[i], buf, cap);
+    }
+    if (rc == TB_OK) rc = tb_gguf_writer_finish(w);
+done:
+    for (int i = 0; i < MAX_THREADS; i++) free(job.scratch[i]);
+    tb_free_aligned(buf);
+    free(types);
+    if (pool) tb_pool_free(pool);
+    if (w) tb_gguf_writer_free(w);
+    tb_gguf_close(g);
+    if (rc != TB_OK) tb_err_prefix(rc, "quantize %s -> %s", in_path, out_path);
+    return rc;
+}
