@@ -1,6 +1,18 @@
 /*
  * dispatch.c — choose the kernel tier once, from libcpuid, capped by TB_ISA.
- * (Minimal version: ref and generic only; ISA tiers are added by the kernels work.)
+ *
+ * At first use every tier this build contains and this CPU can run gets a
+ * merged table (entries a tier leaves NULL are inherited from the tier
+ * below, down to ref, which is complete). The active tier is the best one,
+ * capped by the TB_ISA environment variable and later by tb_isa_set().
+ *
+ * x86-64: AVX2 needs AVX+AVX2+FMA+F16C and the OS saving YMM state (XCR0);
+ * AVX-512 additionally F+BW+VL+DQ and ZMM/opmask state. VNNI is a runtime
+ * option inside the AVX-512 tier. libcpuid 0.6 fills the AVX-512 flags only
+ * for Intel, so the leaf-7 bits are also read from its raw data; it has no
+ * flag for AVX512_BF16 at all,
+ * so that bit is read with the compiler's <cpuid.h> (leaf 7, sub-leaf 1).
+ * Under valgrind the emulated CPUID reports no AVX-512, so the binary runs.
  */
 #include "kernels/kernels.h"
 
@@ -9,10 +21,76 @@
 #include <string.h>
 #include <strings.h>
 
+#if defined(__x86_64__)
+#include <cpuid.h>
+#include <libcpuid.h>
+#endif
+
 static tb_kernels_t tables[TB_ISA_NEON + 1];
 static bool table_ok[TB_ISA_NEON + 1];
 static tb_isa_t best = TB_ISA_GENERIC, active = TB_ISA_GENERIC;
 static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+/* Feature bits found at start-up, read by the ISA tiers' fill functions. */
+tb_cpu_features_t tb_cpu;
+
+/* ---------------------------------------------------------------------- */
+/* CPU detection                                                           */
+/* ---------------------------------------------------------------------- */
+
+#if defined(__x86_64__)
+static void quiet_warn(const char *msg) { (void)msg; }
+
+static uint64_t xcr0_read(void) {
+    uint32_t lo, hi;
+    __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+    return ((uint64_t)hi << 32) | lo;
+}
+
+/* Fill tb_cpu from libcpuid (and XCR0 for OS state support). */
+static void detect_x86(void) {
+    cpuid_set_warn_function(quiet_warn);
+    if (!cpuid_present()) return;
+    struct cpu_raw_data_t raw;
+    struct cpu_id_t id;
+    if (cpuid_get_raw_data(&raw) != 0 || cpu_identify(&raw, &id) != 0) return;
+    const uint8_t *f = id.flags;
+    uint64_t xcr0 = f[CPU_FEATURE_OSXSAVE] ? xcr0_read() : 0;
+    bool ymm_os = (xcr0 & 0x06) == 0x06;            /* SSE + AVX state      */
+    bool zmm_os = (xcr0 & 0xE6) == 0xE6;            /* + opmask, ZMM_Hi256, Hi16_ZMM */
+    tb_cpu.avx2 = ymm_os && f[CPU_FEATURE_AVX] && f[CPU_FEATURE_AVX2] &&
+                  f[CPU_FEATURE_FMA3] && f[CPU_FEATURE_F16C];
+    /* libcpuid 0.6 sets the AVX-512 flags only for Intel CPUs; on AMD (Zen 4)
+     * read the same bits from its raw leaf 7 (sub-leaf 0) data. */
+    uint32_t b7 = 0, c7 = 0;
+    if (raw.basic_cpuid[0][0] >= 7) { b7 = raw.basic_cpuid[7][1]; c7 = raw.basic_cpuid[7][2]; }
+    bool f512 = f[CPU_FEATURE_AVX512F] || ((b7 >> 16) & 1);
+    bool dq = f[CPU_FEATURE_AVX512DQ] || ((b7 >> 17) & 1);
+    bool bw = f[CPU_FEATURE_AVX512BW] || ((b7 >> 30) & 1);
+    bool vl = f[CPU_FEATURE_AVX512VL] || ((b7 >> 31) & 1);
+    bool vnni = f[CPU_FEATURE_AVX512VNNI] || ((c7 >> 11) & 1);
+    tb_cpu.avx512 = tb_cpu.avx2 && zmm_os && f512 && bw && vl && dq;
+    tb_cpu.avx512vnni = tb_cpu.avx512 && vnni;
+    unsigned a, b, c, d;
+    if (tb_cpu.avx512 && __get_cpuid_count(7, 1, &a, &b, &c, &d))
+        tb_cpu.avx512bf16 = (a >> 5) & 1;
+}
+#endif
+
+#if defined(__aarch64__)
+#include <sys/auxv.h>
+#ifndef HWCAP_ASIMDDP
+#define HWCAP_ASIMDDP (1 << 20)
+#endif
+static void detect_arm(void) {
+    tb_cpu.neon = true;                     /* mandatory on aarch64 */
+    tb_cpu.dotprod = (getauxval(AT_HWCAP) & HWCAP_ASIMDDP) != 0;
+}
+#endif
+
+/* ---------------------------------------------------------------------- */
+/* Tables                                                                  */
+/* ---------------------------------------------------------------------- */
 
 static void inherit(tb_kernels_t *dst, const tb_kernels_t *lower) {
     for (int t = 0; t < TB_TYPE_COUNT; t++) {
@@ -23,21 +101,50 @@ static void inherit(tb_kernels_t *dst, const tb_kernels_t *lower) {
         if (!d->matvec) d->matvec = l->matvec;
         if (!d->gemm) d->gemm = l->gemm;
     }
+    if (!dst->read_sum) dst->read_sum = lower->read_sum;
+}
+
+/* Build tier `isa` with `fill` on top of tier `below`. */
+static void add_tier(tb_isa_t isa, tb_isa_t below, void (*fill)(tb_kernels_t *)) {
+    tables[isa].isa = isa;
+    tables[isa].features = "";
+    fill(&tables[isa]);
+    tables[isa].isa = isa;
+    inherit(&tables[isa], &tables[below]);
+    table_ok[isa] = true;
+    best = isa;
+}
+
+/* Highest available tier at or below cap. */
+static tb_isa_t cap_to(tb_isa_t cap) {
+    tb_isa_t t = cap < best ? cap : best;
+    while (t > TB_ISA_REF && !table_ok[t]) t--;
+    return t;
 }
 
 static void init(void) {
     tb_kernels_fill_ref(&tables[TB_ISA_REF]);
+    tables[TB_ISA_REF].isa = TB_ISA_REF;
+    if (!tables[TB_ISA_REF].read_sum) tables[TB_ISA_REF].read_sum = tb_read_sum_generic;
     table_ok[TB_ISA_REF] = true;
-    tables[TB_ISA_GENERIC].isa = TB_ISA_GENERIC;
-    tables[TB_ISA_GENERIC].features = "";
-    tb_kernels_fill_generic(&tables[TB_ISA_GENERIC]);
-    inherit(&tables[TB_ISA_GENERIC], &tables[TB_ISA_REF]);
-    table_ok[TB_ISA_GENERIC] = true;
-    best = TB_ISA_GENERIC;
+    add_tier(TB_ISA_GENERIC, TB_ISA_REF, tb_kernels_fill_generic);
+#if defined(__x86_64__)
+    detect_x86();
+    if (tb_cpu.avx2) add_tier(TB_ISA_AVX2, TB_ISA_GENERIC, tb_kernels_fill_avx2);
+    if (tb_cpu.avx512) add_tier(TB_ISA_AVX512, TB_ISA_AVX2, tb_kernels_fill_avx512);
+#elif defined(__aarch64__)
+    detect_arm();
+    add_tier(TB_ISA_NEON, TB_ISA_GENERIC, tb_kernels_fill_neon);
+#endif
     active = best;
     const char *env = getenv("TB_ISA");
-    tb_isa_t cap;
-    if (env && *env && tb_isa_from_name(env, &cap) == TB_OK && cap < active) active = cap;
+    if (env && *env) {
+        for (unsigned i = 0; i <= TB_ISA_NEON; i++)
+            if (strcasecmp(env, tb_isa_name((tb_isa_t)i)) == 0) {
+                active = cap_to((tb_isa_t)i);
+                break;
+            }
+    }
 }
 
 const tb_kernels_t *tb_kernels(void) {

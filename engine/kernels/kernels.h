@@ -34,10 +34,15 @@ typedef struct tb_type_kernels {
     tb_gemm_fn gemm;
 } tb_type_kernels_t;
 
+/* Sum of the n/8 64-bit words at p (n % 64 == 0, p 64-byte aligned): the
+ * inner loop of the bandwidth probe, in the widest loads the tier has. */
+typedef uint64_t (*tb_read_sum_fn)(const void *p, size_t n);
+
 typedef struct tb_kernels {
     tb_isa_t isa;
     const char *features;                    /* CPU features used */
     tb_type_kernels_t t[TB_TYPE_COUNT];      /* indexed by weight type */
+    tb_read_sum_fn read_sum;
 } tb_kernels_t;
 
 /* The active table (never NULL, all entries of supported types set). */
@@ -45,12 +50,23 @@ const tb_kernels_t *tb_kernels(void);
 /* A specific tier's merged table, or NULL when this CPU/build lacks it. */
 const tb_kernels_t *tb_kernels_for(tb_isa_t isa);
 
+/* CPU features found by the dispatcher before the tiers' fill functions
+ * run (a tier may pick variants from them, e.g. VNNI inside AVX-512). */
+typedef struct tb_cpu_features {
+    bool avx2, avx512, avx512vnni, avx512bf16;   /* x86-64  */
+    bool neon, dotprod;                          /* aarch64 */
+} tb_cpu_features_t;
+extern tb_cpu_features_t tb_cpu;
+
 /* Fill functions of each tier (only the entries the tier implements). */
 void tb_kernels_fill_ref(tb_kernels_t *k);
 void tb_kernels_fill_generic(tb_kernels_t *k);
 void tb_kernels_fill_avx2(tb_kernels_t *k);    /* defined only on x86-64  */
 void tb_kernels_fill_avx512(tb_kernels_t *k);  /* defined only on x86-64  */
 void tb_kernels_fill_neon(tb_kernels_t *k);    /* defined only on aarch64 */
+
+/* Generic read_sum (also the ref tier's). */
+uint64_t tb_read_sum_generic(const void *p, size_t n);
 
 /* Bytes of one activation row of n elements for weight type t. */
 size_t tb_act_row_bytes(tb_type_t wtype, int64_t n);

@@ -1,0 +1,94 @@
+/*
+ * api.c — tb_matvec / tb_matmul: the public raw-kernel entry points (used by
+ * `ternbench kernels` and tools). The forward pass calls the table directly.
+ *
+ * Work split: contiguous row ranges per thread, so each thread streams one
+ * contiguous slice of W. Activations are quantized once (matvec: by the
+ * caller's thread; matmul: token rows split over the pool) before the
+ * weight pass.
+ */
+#include "kernels/kernels.h"
+
+#include <stdlib.h>
+
+typedef struct {
+    const tb_type_kernels_t *k;
+    const void *W;           /* (rows, cols) in wtype, row stride ws bytes */
+    size_t ws;
+    const float *X;          /* (n, cols) f32                              */
+    void *A;                 /* (n, cols) in the activation format         */
+    size_t as;               /* activation row bytes                       */
+    float *Y;                /* (n, rows)                                  */
+    int64_t rows, cols, n;
+} job_t;
+
+static void split(int64_t total, int ith, int nth, int64_t *b, int64_t *e) {
+    *b = total * ith / nth;
+    *e = total * (ith + 1) / nth;
+}
+
+static void run_quant(void *arg, int ith, int nth) {
+    job_t *j = arg;
+    int64_t t0, t1;
+    split(j->n, ith, nth, &t0, &t1);
+    for (int64_t t = t0; t < t1; t++)
+        j->k->quantize_act(j->X + t * j->cols, (uint8_t *)j->A + (size_t)t * j->as, j->cols);
+}
+
+static void run_matvec(void *arg, int ith, int nth) {
+    job_t *j = arg;
+    int64_t r0, r1;
+    split(j->rows, ith, nth, &r0, &r1);
+    if (r1 > r0) j->k->matvec(j->W, j->ws, j->A, j->Y, r0, r1, j->cols);
+}
+
+static void run_gemm(void *arg, int ith, int nth) {
+    job_t *j = arg;
+    int64_t r0, r1;
+    split(j->rows, ith, nth, &r0, &r1);
+    if (r1 > r0) j->k->gemm(j->W, j->ws, j->A, j->as, j->n, j->Y, j->rows, r0, r1, j->cols);
+}
+
+/* Validate the call and fill everything of the job but the activation buffer. */
+static int prepare(job_t *j, tb_type_t wtype, const void *W, int64_t rows, int64_t cols,
+                   const float *X, int64_t n, float *Y) {
+    const tb_type_traits_t *tr = tb_type_traits(wtype);
+    if (!tr || wtype == TB_TYPE_Q8_K)
+        return tb_err(TB_ERR_UNSUPPORTED, "tb_matvec: weight type %d is not supported", (int)wtype);
+    if (!W || !X || !Y || rows < 1 || cols < 1 || n < 1)
+        return tb_err(TB_ERR_ARG, "tb_matvec: NULL buffer or empty shape (rows %lld, cols %lld, n %lld)",
+                      (long long)rows, (long long)cols, (long long)n);
+    if (cols % tr->blck)
+        return tb_err(TB_ERR_ARG, "tb_matvec: %lld columns is not a multiple of %s's block of %lld",
+                      (long long)cols, tr->name, (long long)tr->blck);
+    *j = (job_t){.k = &tb_kernels()->t[wtype], .W = W, .ws = tb_type_row_bytes(wtype, cols),
+                 .X = X, .as = tb_act_row_bytes(wtype, cols), .Y = Y,
+                 .rows = rows, .cols = cols, .n = n};
+    return TB_OK;
+}
+
+int tb_matvec(tb_pool_t *pool, tb_type_t wtype, const void *W, int64_t rows, int64_t cols,
+              const float *x, float *y) {
+    job_t j;
+    int rc = prepare(&j, wtype, W, rows, cols, x, 1, y);
+    if (rc) return rc;
+    j.A = tb_alloc_aligned(j.as);
+    if (!j.A) return tb_err(TB_ERR_NOMEM, "tb_matvec: out of memory for %zu activation bytes", j.as);
+    j.k->quantize_act(x, j.A, cols);
+    tb_pool_run(pool, run_matvec, &j);
+    tb_free_aligned(j.A);
+    return TB_OK;
+}
+
+int tb_matmul(tb_pool_t *pool, tb_type_t wtype, const void *W, int64_t rows, int64_t cols,
+              const float *X, int64_t n, float *Y) {
+    job_t j;
+    int rc = prepare(&j, wtype, W, rows, cols, X, n, Y);
+    if (rc) return rc;
+    j.A = tb_alloc_aligned(j.as * (size_t)n);
+    if (!j.A) return tb_err(TB_ERR_NOMEM, "tb_matmul: out of memory for %lld activation rows", (long long)n);
+    tb_pool_run(pool, run_quant, &j);
+    tb_pool_run(pool, run_gemm, &j);
+    tb_free_aligned(j.A);
+    return TB_OK;
+}

@@ -1,0 +1,38 @@
+/*
+ * tier_avx2.c — x86-64 AVX2 + FMA + F16C kernels (compiled with exactly
+ * -mavx2 -mfma -mf16c; see kernels/meson.build). Bodies in x86_common.h.
+ *
+ * Activation quantization stays the _ref quantizer (bit-identical by
+ * construction); it is O(cols) per matvec against O(rows * cols) weights.
+ */
+#include "kernels/x86_common.h"
+
+#define DOT_Q8_0(nt, n, s, w, a) dot_q_0(nt, n, s, w, a, false, false)
+#define DOT_Q4_0(nt, n, s, w, a) dot_q_0(nt, n, s, w, a, true, false)
+#define DOT_TQ2_0(nt, n, s, w, a) dot_tq2_0(nt, n, s, w, a, false)
+#define DOT_TQ1_0(nt, n, s, w, a) dot_tq1_0(nt, n, s, w, a, false)
+#define DOT_F32(nt, n, s, w, a) dot_fx(nt, n, s, w, a, 0)
+#define DOT_F16(nt, n, s, w, a) dot_fx(nt, n, s, w, a, 1)
+#define DOT_BF16(nt, n, s, w, a) dot_fx(nt, n, s, w, a, 2)
+
+TB_X86_KERNELS(q8_0, DOT_Q8_0)
+TB_X86_KERNELS(q4_0, DOT_Q4_0)
+TB_X86_KERNELS(tq2_0, DOT_TQ2_0)
+TB_X86_KERNELS(tq1_0, DOT_TQ1_0)
+TB_X86_KERNELS(f32, DOT_F32)
+TB_X86_KERNELS(f16, DOT_F16)
+TB_X86_KERNELS(bf16, DOT_BF16)
+
+static uint64_t read_sum(const void *p, size_t n) { return read_sum_256(p, n); }
+
+void tb_kernels_fill_avx2(tb_kernels_t *k) {
+    k->features = "avx2,fma,f16c";
+    TB_X86_SET(k, TB_TYPE_Q8_0, q8_0, NULL);
+    TB_X86_SET(k, TB_TYPE_Q4_0, q4_0, NULL);
+    TB_X86_SET(k, TB_TYPE_TQ2_0, tq2_0, NULL);
+    TB_X86_SET(k, TB_TYPE_TQ1_0, tq1_0, NULL);
+    TB_X86_SET(k, TB_TYPE_F32, f32, NULL);
+    TB_X86_SET(k, TB_TYPE_F16, f16, NULL);
+    TB_X86_SET(k, TB_TYPE_BF16, bf16, NULL);
+    k->read_sum = read_sum;
+}

@@ -1,0 +1,56 @@
+/*
+ * tier_avx512.c — x86-64 AVX-512 F/BW/VL/DQ kernels (compiled with
+ * -mavx512f -mavx512bw -mavx512vl -mavx512dq -mavx512vnni -mavx512bf16 on
+ * top of the AVX2 set). VNNI instructions run only when the dispatcher saw
+ * AVX512_VNNI at run time: each format has a VNNI and a plain variant.
+ * Bodies in x86_common.h (512-bit where the format's block fills a ZMM).
+ */
+#include "kernels/x86_common.h"
+
+#define DOT_Q8_0(nt, n, s, w, a) dot_q_0(nt, n, s, w, a, false, false)
+#define DOT_Q4_0(nt, n, s, w, a) dot_q_0(nt, n, s, w, a, true, false)
+#define DOT_TQ2_0(nt, n, s, w, a) dot_tq2_0(nt, n, s, w, a, false)
+#define DOT_TQ1_0(nt, n, s, w, a) dot_tq1_0(nt, n, s, w, a, false)
+#define DOT_Q8_0_VNNI(nt, n, s, w, a) dot_q_0(nt, n, s, w, a, false, true)
+#define DOT_Q4_0_VNNI(nt, n, s, w, a) dot_q_0(nt, n, s, w, a, true, true)
+#define DOT_TQ2_0_VNNI(nt, n, s, w, a) dot_tq2_0(nt, n, s, w, a, true)
+#define DOT_TQ1_0_VNNI(nt, n, s, w, a) dot_tq1_0(nt, n, s, w, a, true)
+
+TB_X86_KERNELS(q8_0, DOT_Q8_0)
+TB_X86_KERNELS(q4_0, DOT_Q4_0)
+TB_X86_KERNELS(tq2_0, DOT_TQ2_0)
+TB_X86_KERNELS(tq1_0, DOT_TQ1_0)
+TB_X86_KERNELS(q8_0_vnni, DOT_Q8_0_VNNI)
+TB_X86_KERNELS(q4_0_vnni, DOT_Q4_0_VNNI)
+TB_X86_KERNELS(tq2_0_vnni, DOT_TQ2_0_VNNI)
+TB_X86_KERNELS(tq1_0_vnni, DOT_TQ1_0_VNNI)
+
+/* Sum of 64-bit words, 128 bytes per step in two chains. */
+static uint64_t read_sum(const void *p, size_t n) {
+    const __m512i *v = p;
+    __m512i s0 = _mm512_setzero_si512(), s1 = s0;
+    size_t i = 0;
+    for (; i + 2 <= n / 64; i += 2) {
+        s0 = _mm512_add_epi64(s0, _mm512_load_si512(v + i));
+        s1 = _mm512_add_epi64(s1, _mm512_load_si512(v + i + 1));
+    }
+    if (i < n / 64) s0 = _mm512_add_epi64(s0, _mm512_load_si512(v + i));
+    return (uint64_t)_mm512_reduce_add_epi64(_mm512_add_epi64(s0, s1));
+}
+
+void tb_kernels_fill_avx512(tb_kernels_t *k) {
+    if (tb_cpu.avx512vnni) {
+        k->features = "avx512f,avx512bw,avx512vl,avx512dq,avx512vnni";
+        TB_X86_SET(k, TB_TYPE_Q8_0, q8_0_vnni, NULL);
+        TB_X86_SET(k, TB_TYPE_Q4_0, q4_0_vnni, NULL);
+        TB_X86_SET(k, TB_TYPE_TQ2_0, tq2_0_vnni, NULL);
+        TB_X86_SET(k, TB_TYPE_TQ1_0, tq1_0_vnni, NULL);
+    } else {
+        k->features = "avx512f,avx512bw,avx512vl,avx512dq";
+        TB_X86_SET(k, TB_TYPE_Q8_0, q8_0, NULL);
+        TB_X86_SET(k, TB_TYPE_Q4_0, q4_0, NULL);
+        TB_X86_SET(k, TB_TYPE_TQ2_0, tq2_0, NULL);
+        TB_X86_SET(k, TB_TYPE_TQ1_0, tq1_0, NULL);
+    }
+    k->read_sum = read_sum;
+}

@@ -1,0 +1,90 @@
+/*
+ * test_isa.c — dispatch: the active tier follows TB_ISA (set per test in
+ * meson.build via argv[1], including values above this CPU's best and invalid ones)
+ * and tb_isa_set(); names round-trip; unavailable tiers are refused.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "kernels/kernels.h"
+
+/* The tier TB_ISA should have produced: the named tier if available, else
+ * the highest available one below it; best if unset or unknown. */
+static tb_isa_t expected_from_env(void) {
+    const char *env = getenv("TB_ISA");
+    tb_isa_t cap;
+    if (!env || !*env || tb_isa_from_name(env, &cap) != TB_OK) return tb_isa_best();
+    if (cap > tb_isa_best()) cap = tb_isa_best();
+    while (!tb_kernels_for(cap)) cap--;
+    return cap;
+}
+
+static void test_env_cap(void **state) {
+    (void)state;
+    tb_isa_t want = expected_from_env();
+    assert_int_equal(tb_isa_active(), want);
+    assert_int_equal(tb_kernels()->isa, want);
+    const char *env = getenv("TB_ISA");
+    /* an explicit, available tier is taken exactly */
+    tb_isa_t named;
+    if (env && tb_isa_from_name(env, &named) == TB_OK && tb_kernels_for(named))
+        assert_int_equal(tb_isa_active(), named);
+}
+
+static void test_set(void **state) {
+    (void)state;
+    tb_isa_t best = tb_isa_best();
+    assert_int_equal(tb_isa_set(TB_ISA_REF), TB_OK);
+    assert_int_equal(tb_isa_active(), TB_ISA_REF);
+    assert_ptr_equal(tb_kernels(), tb_kernels_for(TB_ISA_REF));
+    assert_string_equal(tb_isa_features(), "");
+    for (int isa = 0; isa <= TB_ISA_NEON; isa++) {
+        int rc = tb_isa_set((tb_isa_t)isa);
+        if (tb_kernels_for((tb_isa_t)isa)) {
+            assert_int_equal(rc, TB_OK);
+            assert_int_equal(tb_isa_active(), isa);
+            assert_true(isa <= (int)best);
+        } else {
+            assert_int_equal(rc, TB_ERR_UNSUPPORTED);
+            assert_non_null(strstr(tb_last_error(), tb_isa_name((tb_isa_t)isa)));
+        }
+    }
+    assert_int_equal(tb_isa_set((tb_isa_t)99), TB_ERR_UNSUPPORTED);
+    assert_int_equal(tb_isa_set(best), TB_OK);
+    assert_int_equal(tb_isa_active(), best);
+#if defined(__x86_64__)
+    if (best >= TB_ISA_AVX2) assert_non_null(strstr(tb_isa_features(), "avx"));
+#endif
+}
+
+static void test_names(void **state) {
+    (void)state;
+    for (int isa = 0; isa <= TB_ISA_NEON; isa++) {
+        tb_isa_t back;
+        assert_int_equal(tb_isa_from_name(tb_isa_name((tb_isa_t)isa), &back), TB_OK);
+        assert_int_equal(back, isa);
+    }
+    tb_isa_t x;
+    assert_int_equal(tb_isa_from_name("AVX2", &x), TB_OK);
+    assert_int_equal(x, TB_ISA_AVX2);
+    assert_int_equal(tb_isa_from_name("sse9", &x), TB_ERR_ARG);
+    assert_non_null(strstr(tb_last_error(), "sse9"));
+}
+
+int main(int argc, char **argv) {
+    /* argv[1]: the TB_ISA value under test ("unset" leaves it unset) */
+    if (argc > 1 && strcmp(argv[1], "unset") != 0) setenv("TB_ISA", argv[1], 1);
+    else unsetenv("TB_ISA");
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_env_cap),
+        cmocka_unit_test(test_set),
+        cmocka_unit_test(test_names),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
