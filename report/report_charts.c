@@ -1,0 +1,389 @@
+/*
+ * report_charts.c — chart plumbing (data file + gnuplot script + render +
+ * document) and the charts over per-test medians: decode tok/s against
+ * context depth, prefill tok/s against prompt length, the weight-format
+ * comparison and the roofline. Time-series charts (sustained windows, ITL
+ * CDF) live in report_charts_time.c.
+ *
+ * Every script renders both files from one body:
+ *     do for [fmt in "svg png"] { set terminal ...; set output ...; BODY }
+ * and uses pngcairo when this gnuplot has it, else the libgd png terminal.
+ */
+#include "report_int.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ===================================================================== */
+/* Plumbing                                                                */
+/* ===================================================================== */
+
+void rp_gp_quote(rp_buf_t *out, const char *s) {
+    rp_buf_puts(out, "\"");
+    for (; *s; s++) {
+        if (*s == '"' || *s == '\\') { rp_buf_put(out, "\\", 1); rp_buf_put(out, s, 1); }
+        else if (*s == '\n') rp_buf_puts(out, "\\n");
+        else if ((unsigned char)*s >= 0x20) rp_buf_put(out, s, 1);
+    }
+    rp_buf_puts(out, "\"");
+}
+
+/* Distinct values of a run string field, joined with ", " (at most 3, then "…"). */
+static void distinct(rp_set_t *s, size_t off, rp_buf_t *out) {
+    int shown = 0;
+    for (int i = 0; i < s->n_runs; i++) {
+        const char *v = *(char **)((char *)&s->runs[i] + off);
+        int dup = 0;
+        for (int j = 0; j < i && !dup; j++) dup = !strcmp(v, *(char **)((char *)&s->runs[j] + off));
+        if (dup) continue;
+        if (shown == 3) { rp_buf_puts(out, ", …"); break; }
+        rp_buf_printf(out, "%s%s", shown++ ? ", " : "", v);
+    }
+}
+
+/* "models: A, B · host: CPU (name) · build: commit type" — unquoted text. */
+void rp_chart_subtitle(rp_ctx_t *c, rp_buf_t *out) {
+    rp_set_t *s = c->set;
+    rp_buf_puts(out, "models: ");
+    distinct(s, offsetof(rp_run_t, series), out);
+    rp_buf_puts(out, "  ·  host: ");
+    distinct(s, offsetof(rp_run_t, cpu_brand), out);
+    rp_buf_puts(out, " (");
+    distinct(s, offsetof(rp_run_t, hostname), out);
+    rp_buf_puts(out, ")  ·  build: ");
+    for (int i = 0, shown = 0; i < s->n_runs; i++) {
+        const rp_run_t *r = &s->runs[i];
+        int dup = 0;
+        for (int j = 0; j < i && !dup; j++)
+            dup = !strcmp(r->commit, s->runs[j].commit) && !strcmp(r->build_type, s->runs[j].build_type);
+        if (dup) continue;
+        if (shown == 3) { rp_buf_puts(out, ", …"); break; }
+        rp_buf_printf(out, "%s%.12s%s %s", shown++ ? ", " : "", r->commit, r->dirty ? "+dirty" : "", r->build_type);
+    }
+}
+
+/* Common settings after `reset`: look, palette, missing-value marker. */
+static const char PREAMBLE[] =
+    "  reset\n"
+    "  set encoding utf8\n"
+    "  set datafile missing \"?\"\n"
+    "  set grid back lc rgb \"#dddddd\" lw 1\n"
+    "  set border lc rgb \"#444444\"\n"
+    "  set key outside right top vertical Left reverse noautotitle box lc rgb \"#bbbbbb\"\n"
+    "  set linetype 1 lc rgb \"#1b9e77\" lw 2 pt 7 ps 0.8\n"
+    "  set linetype 2 lc rgb \"#d95f02\" lw 2 pt 5 ps 0.8\n"
+    "  set linetype 3 lc rgb \"#7570b3\" lw 2 pt 9 ps 0.9\n"
+    "  set linetype 4 lc rgb \"#e7298a\" lw 2 pt 11 ps 0.9\n"
+    "  set linetype 5 lc rgb \"#66a61e\" lw 2 pt 13 ps 0.9\n"
+    "  set linetype 6 lc rgb \"#e6ab02\" lw 2 pt 7 ps 0.8\n"
+    "  set linetype 7 lc rgb \"#a6761d\" lw 2 pt 5 ps 0.8\n"
+    "  set linetype 8 lc rgb \"#666666\" lw 2 pt 9 ps 0.9\n"
+    "  set linetype cycle 8\n";
+
+int rp_chart_emit(rp_ctx_t *c, rp_chart_t *ch) {
+    const char *dir = c->opts->out_dir;
+    char file[256];
+    rp_buf_t gp = {0};
+    rp_buf_printf(&gp, "# %s.gp — %s\n", ch->name, ch->title);
+    rp_buf_printf(&gp, "# Written by `ternbench report`. Re-render in this directory with: gnuplot %s.gp\n"
+                       "# Data: %s.dat. Output: %s.svg and %s.png.\n", ch->name, ch->name, ch->name, ch->name);
+    rp_buf_printf(&gp,
+        "do for [fmt in \"svg png\"] {\n"
+        "  if (fmt eq \"svg\") {\n"
+        "    set terminal svg size %d,%d noenhanced font \"Sans,11\" background rgb \"white\"\n"
+        "    set output \"%s.svg\"\n"
+        "  } else {\n"
+        "    if (strstrt(GPVAL_TERMINALS, \"pngcairo\") > 0) {\n"
+        "      set terminal pngcairo size %d,%d noenhanced font \"Sans,10\" background rgb \"white\"\n"
+        "    } else {\n"
+        "      set terminal png size %d,%d noenhanced background rgb \"white\"\n"
+        "    }\n"
+        "    set output \"%s.png\"\n"
+        "  }\n", ch->width, ch->height, ch->name, ch->width, ch->height, ch->width, ch->height, ch->name);
+    rp_buf_puts(&gp, PREAMBLE);
+    if (ch->body.p) rp_buf_puts(&gp, ch->body.p);
+    rp_buf_puts(&gp, "  unset output\n}\n");
+
+    snprintf(file, sizeof file, "%s.dat", ch->name);
+    int rc = rp_buf_save(&ch->dat, dir, file);
+    snprintf(file, sizeof file, "%s.gp", ch->name);
+    if (!rc) rc = rp_buf_save(&gp, dir, file);
+    rp_buf_free(&gp);
+    if (rc) return rc;
+    c->res->n_charts++;
+
+    rp_doc_heading(c->doc, 3, ch->title);
+    if (!c->gnuplot[0]) {
+        rp_doc_note(c->doc, "Not rendered (gnuplot unavailable): data in %s.dat, script in %s.gp.", ch->name, ch->name);
+        return TB_OK;
+    }
+    rc = rp_gnuplot_run(c->gnuplot, dir, file);
+    if (rc == TB_OK) rc = rp_doc_chart(c->doc, dir, ch->name, ch->title);
+    if (rc != TB_OK) {
+        rp_doc_note(c->doc, "Chart %s could not be rendered: %s", ch->name, tb_last_error());
+        if (!c->res->warning[0])
+            snprintf(c->res->warning, sizeof c->res->warning, "chart %s not rendered: %s", ch->name, tb_last_error());
+        tb_clear_error();
+        return TB_OK;
+    }
+    c->res->n_rendered++;
+    return TB_OK;
+}
+
+void rp_chart_skip(rp_ctx_t *c, const char *title, const char *why) {
+    rp_doc_heading(c->doc, 3, title);
+    rp_doc_note(c->doc, "Skipped: %s.", why);
+    c->res->n_skipped++;
+}
+
+static void chart_free(rp_chart_t *ch) {
+    rp_buf_free(&ch->dat);
+    rp_buf_free(&ch->body);
+}
+
+/* `set title "TITLE\nSUBTITLE"` into the body. */
+static void set_title(rp_ctx_t *c, rp_buf_t *body, const char *title) {
+    rp_buf_t t = {0};
+    rp_buf_printf(&t, "%s\n", title);
+    rp_chart_subtitle(c, &t);
+    rp_buf_puts(body, "  set title ");
+    if (t.p) rp_gp_quote(body, t.p);
+    rp_buf_puts(body, " font \",12\"\n");
+    rp_buf_free(&t);
+}
+
+/* ===================================================================== */
+/* Line charts of a metric against a test parameter                        */
+/* ===================================================================== */
+
+typedef struct pt { double x, y, sd; } pt_t;
+
+static int cmp_pt(const void *a, const void *b) {
+    double x = ((const pt_t *)a)->x, y = ((const pt_t *)b)->x;
+    return (x > y) - (x < y);
+}
+
+/* Points (x = test parameter, y = metric median ± sd) of one run's tests of
+ * `kind`; returns the count written to p (at most cap). */
+static int run_points(const rp_run_t *r, const char *kind, const char *metric, int use_prompt,
+                      pt_t *p, int cap) {
+    int n = 0;
+    for (int j = 0; j < r->n_tests && n < cap; j++) {
+        const rp_test_t *t = &r->tests[j];
+        if (strcmp(t->kind, kind)) continue;
+        const rp_metric_t *m = rp_metric(t, metric);
+        double x = use_prompt ? t->prompt_tokens : t->depth;
+        if (!m || !isfinite(x)) continue;
+        p[n++] = (pt_t){x, m->median, isfinite(m->sd) ? m->sd : 0};
+    }
+    qsort(p, (size_t)n, sizeof *p, cmp_pt);
+    return n;
+}
+
+/* One line per run: metric of tests of `kind` against depth or prompt length. */
+static int line_chart(rp_ctx_t *c, const char *name, const char *title, const char *kind,
+                      const char *metric, int use_prompt, const char *xlabel, const char *ylabel) {
+    rp_chart_t ch = {.name = name, .title = title, .width = 960, .height = 540};
+    pt_t p[512];
+    int series = 0;
+    rp_buf_printf(&ch.dat, "# %s.dat — %s\n# one block per series (gnuplot index i, legend in the"
+                           " '# series' line); columns: %s  %s_median  %s_sd\n",
+                  name, title, use_prompt ? "prompt_tokens" : "depth_tokens", metric, metric);
+    rp_buf_t plot = {0};
+    for (int i = 0; i < c->set->n_runs; i++) {
+        const rp_run_t *r = &c->set->runs[i];
+        int n = run_points(r, kind, metric, use_prompt, p, 512);
+        if (!n) continue;
+        rp_buf_printf(&ch.dat, "%s# series %d: %s (run %lld)\n", series ? "\n\n" : "", series, r->series,
+                      (long long)r->id);
+        for (int k = 0; k < n; k++) rp_buf_printf(&ch.dat, "%.9g %.9g %.9g\n", p[k].x, p[k].y, p[k].sd);
+        rp_buf_printf(&plot, "%s\"%s.dat\" index %d using 1:2:3 with yerrorlines lt %d title ",
+                      series ? ", \\\n       " : "  plot ", name, series, series + 1);
+        rp_gp_quote(&plot, r->series);
+        series++;
+    }
+    if (!series) {
+        chart_free(&ch);
+        rp_buf_free(&plot);
+        char why[256];
+        snprintf(why, sizeof why, "no %s test with %s in the selected runs", kind, metric);
+        rp_chart_skip(c, title, why);
+        return TB_OK;
+    }
+    set_title(c, &ch.body, title);
+    rp_buf_printf(&ch.body, "  set xlabel \"%s\"\n  set ylabel \"%s\"\n", xlabel, ylabel);
+    rp_buf_puts(&ch.body, "  set yrange [0:*]\n  set offsets graph 0.03, graph 0.03, graph 0.05, 0\n");
+    rp_buf_puts(&ch.body, plot.p);
+    rp_buf_puts(&ch.body, "\n");
+    rp_buf_free(&plot);
+    int rc = rp_chart_emit(c, &ch);
+    chart_free(&ch);
+    return rc;
+}
+
+/* ===================================================================== */
+/* Weight-format comparison and roofline                                   */
+/* ===================================================================== */
+
+/* The run's headline decode test: the decode test at the smallest depth
+ * with a decode_tok_per_s value (else any test with one). */
+static const rp_test_t *headline(const rp_run_t *r) {
+    const rp_test_t *best = NULL;
+    for (int pass = 0; pass < 2 && !best; pass++)
+        for (int j = 0; j < r->n_tests; j++) {
+            const rp_test_t *t = &r->tests[j];
+            if (pass == 0 && strcmp(t->kind, "decode")) continue;
+            if (!rp_metric(t, "decode_tok_per_s")) continue;
+            if (!best || t->depth < best->depth) best = t;
+        }
+    return best;
+}
+
+static double ceiling_gbps(const rp_run_t *r) {
+    double a = r->bw_before, b = r->bw_after;
+    if (isfinite(a) && isfinite(b)) return a > b ? a : b;
+    return isfinite(a) ? a : b;
+}
+
+/* Achieved GB/s of a test: recorded, or bytes/token × tok/s. */
+static double achieved(const rp_test_t *t) {
+    double g = rp_value(t, "achieved_gbps");
+    if (isfinite(g)) return g;
+    double bpt = rp_value(t, "bytes_per_token"), tps = rp_value(t, "decode_tok_per_s");
+    return isfinite(bpt) && isfinite(tps) ? bpt * tps / 1e9 : NAN;
+}
+
+static void dat_val(rp_buf_t *b, double v) {
+    if (isfinite(v)) rp_buf_printf(b, " %.9g", v);
+    else rp_buf_puts(b, " ?");
+}
+
+static int format_chart(rp_ctx_t *c) {
+    static const char *title = "Weight formats: decode speed, bandwidth and size";
+    rp_chart_t ch = {.name = "formats", .title = title, .width = 1100, .height = 680};
+    static const char *const cols[] = {"decode (tok/s)", "achieved bandwidth (GB/s)", "% of roofline",
+                                       "model file (MiB)", "bytes read per token (MiB)"};
+    int have[5] = {0}, rows = 0;
+    rp_buf_puts(&ch.dat, "# formats.dat — per run, its headline decode test (smallest depth)\n"
+                         "# columns: run series decode_tok_per_s achieved_gbps roofline_pct file_mib bytes_per_token_mib"
+                         "  (? = not recorded)\n");
+    for (int i = 0; i < c->set->n_runs; i++) {
+        const rp_run_t *r = &c->set->runs[i];
+        const rp_test_t *t = headline(r);
+        if (!t) continue;
+        double v[5];
+        v[0] = rp_value(t, "decode_tok_per_s");
+        v[1] = achieved(t);
+        v[2] = rp_value(t, "roofline_pct");
+        if (!isfinite(v[2]) && isfinite(v[1]) && ceiling_gbps(r) > 0) v[2] = 100 * v[1] / ceiling_gbps(r);
+        v[3] = r->has_model && r->file_bytes >= 0 ? r->file_bytes / (1024.0 * 1024) : NAN;
+        v[4] = rp_value(t, "bytes_per_token") / (1024.0 * 1024);
+        rp_buf_printf(&ch.dat, "%lld ", (long long)r->id);
+        rp_gp_quote(&ch.dat, r->series);
+        for (int k = 0; k < 5; k++) { dat_val(&ch.dat, v[k]); have[k] |= isfinite(v[k]); }
+        rp_buf_puts(&ch.dat, "\n");
+        rows++;
+    }
+    if (!rows) {
+        chart_free(&ch);
+        rp_chart_skip(c, title, "no decode test with decode_tok_per_s in the selected runs");
+        return TB_OK;
+    }
+    rp_buf_t t = {0};
+    rp_buf_printf(&t, "%s\n", title);
+    rp_chart_subtitle(c, &t);
+    rp_buf_puts(&ch.body, "  set style fill solid 0.75 border rgb \"#333333\"\n  set boxwidth 0.6\n"
+                          "  set yrange [0:*]\n  set xrange [-0.6:*]\n  set offsets 0, 0.6, graph 0.12, 0\n"
+                          "  set xtics rotate by -25 left nomirror\n  set key off\n  set grid noxtics\n"
+                          "  set multiplot layout 2,3 title ");
+    rp_gp_quote(&ch.body, t.p ? t.p : title);
+    rp_buf_free(&t);
+    rp_buf_puts(&ch.body, " font \",12\"\n");
+    for (int k = 0; k < 5; k++) {
+        if (!have[k]) continue;
+        rp_buf_printf(&ch.body, "  set title \"%s\"\n  set ylabel \"%s\"\n", cols[k], cols[k]);
+        rp_buf_printf(&ch.body, "  plot \"formats.dat\" using 0:%d:($0+1):xtic(2) with boxes lc variable, \\\n"
+                                "       \"\" using 0:%d:(sprintf(\"%%.3g\", $%d)) with labels offset 0,0.8 font \",9\"\n",
+                      k + 3, k + 3, k + 3);
+    }
+    rp_buf_puts(&ch.body, "  unset multiplot\n");
+    int rc = rp_chart_emit(c, &ch);
+    chart_free(&ch);
+    return rc;
+}
+
+static int roofline_chart(rp_ctx_t *c) {
+    static const char *title = "Roofline: achieved bandwidth against the measured ceiling";
+    rp_chart_t ch = {.name = "roofline", .title = title, .width = 960, .height = 540};
+    rp_buf_t plot = {0};
+    int series = 0, ceilings = 0;
+    rp_buf_puts(&ch.dat, "# roofline.dat — achieved read bandwidth of decode tests (recorded achieved_gbps,\n"
+                         "# else bytes_per_token x decode_tok_per_s); one block per series;"
+                         " columns: depth_tokens achieved_gbps\n");
+    for (int i = 0; i < c->set->n_runs; i++) {
+        const rp_run_t *r = &c->set->runs[i];
+        pt_t p[512];
+        int n = 0;
+        for (int j = 0; j < r->n_tests && n < 512; j++) {
+            const rp_test_t *t = &r->tests[j];
+            double g = achieved(t);
+            if (strcmp(t->kind, "decode") || !isfinite(g)) continue;
+            p[n++] = (pt_t){t->depth, g, 0};
+        }
+        if (!n) continue;
+        qsort(p, (size_t)n, sizeof *p, cmp_pt);
+        double ceil = ceiling_gbps(r);
+        char cs[48];
+        if (isfinite(ceil)) snprintf(cs, sizeof cs, "%.4g GB/s", ceil);
+        else snprintf(cs, sizeof cs, "not measured");
+        rp_buf_printf(&ch.dat, "%s# series %d: %s (run %lld), ceiling %s\n", series ? "\n\n" : "", series,
+                      r->series, (long long)r->id, cs);
+        for (int k = 0; k < n; k++) rp_buf_printf(&ch.dat, "%.9g %.9g\n", p[k].x, p[k].y);
+        rp_buf_printf(&plot, "%s\"roofline.dat\" index %d using 1:2 with linespoints lt %d title ",
+                      series ? ", \\\n       " : "  plot ", series, series + 1);
+        rp_gp_quote(&plot, r->series);
+        if (isfinite(ceil)) {
+            char lab[300];
+            snprintf(lab, sizeof lab, "ceiling %s: %.2f GB/s", r->series, ceil);
+            rp_buf_printf(&plot, ", \\\n       %.6g with lines lt %d dt 2 lw 1.5 title ", ceil, series + 1);
+            rp_gp_quote(&plot, lab);
+            ceilings++;
+        }
+        series++;
+    }
+    if (!series) {
+        chart_free(&ch);
+        rp_buf_free(&plot);
+        rp_chart_skip(c, title, "no decode test with achieved_gbps (or bytes_per_token) in the selected runs");
+        return TB_OK;
+    }
+    set_title(c, &ch.body, title);
+    rp_buf_puts(&ch.body, "  set xlabel \"context depth (tokens)\"\n  set ylabel \"read bandwidth (GB/s)\"\n"
+                          "  set yrange [0:*]\n  set offsets graph 0.03, graph 0.03, graph 0.1, 0\n");
+    rp_buf_puts(&ch.body, plot.p);
+    rp_buf_puts(&ch.body, "\n");
+    rp_buf_free(&plot);
+    int rc = rp_chart_emit(c, &ch);
+    if (!rc && !ceilings) rp_doc_note(c->doc, "No bandwidth probe was recorded for these runs: the ceiling is not drawn.");
+    chart_free(&ch);
+    return rc;
+}
+
+/* ===================================================================== */
+/* All charts                                                              */
+/* ===================================================================== */
+
+int rp_charts_write(rp_ctx_t *c) {
+    rp_doc_heading(c->doc, 2, "Charts");
+    if (!c->gnuplot[0])
+        rp_doc_note(c->doc, "Charts were not rendered: %s.", c->res->warning);
+    int rc = line_chart(c, "decode_depth", "Decode speed against context depth", "decode",
+                        "decode_tok_per_s", 0, "context depth (tokens)", "decode (tok/s)");
+    if (!rc) rc = line_chart(c, "prefill_prompt", "Prefill speed against prompt length", "prefill",
+                             "prefill_tok_per_s", 1, "prompt length (tokens)", "prefill (tok/s)");
+    if (!rc) rc = rp_charts_time_write(c);
+    if (!rc) rc = format_chart(c);
+    if (!rc) rc = roofline_chart(c);
+    return rc;
+}
