@@ -126,7 +126,7 @@ static int read_common(keyctx *c, tb_model_info_t *in) {
     if ((rc = opt_i32(c, "attention.key_length", in->n_embd / in->n_head, &in->head_dim))) return rc;
     if (in->head_dim <= 0 || in->head_dim % 2)
         return tb_err(TB_ERR_FORMAT, "%s: head dimension %d must be positive and even", c->path, in->head_dim);
-    int32_t vlen;
+    int32_t vlen = 0;
     if ((rc = opt_i32(c, "attention.value_length", in->head_dim, &vlen))) return rc;
     if (vlen != in->head_dim)
         return tb_err(TB_ERR_UNSUPPORTED, "%s: value_length %d differs from key_length %d",

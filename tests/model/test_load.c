@@ -1,0 +1,184 @@
+/*
+ * test_load.c — model loading: info of the presets, clear errors for a
+ * missing tensor / wrong shape / unknown architecture / missing key, and
+ * tb_model_bytes_per_token against a hand computation from the hparams.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "helpers.h"
+
+static char dir[256];
+
+static int setup(void **st) {
+    (void)st;
+    return th_tmpdir(dir);
+}
+
+static int teardown(void **st) {
+    (void)st;
+    th_rmdir(dir);
+    return 0;
+}
+
+static void synth(const char *preset, char *path, size_t cap) {
+    if (th_synth(dir, preset, -1, path, cap)) fail_msg("synth %s: %s", preset, tb_last_error());
+}
+
+/* Load a rewritten copy of `preset` and expect `status` and every needle in the message. */
+static void expect_error(const char *preset, const th_edit *e, const char *name, int status,
+                         const char *n1, const char *n2) {
+    char src[512], dst[512];
+    synth(preset, src, sizeof src);
+    snprintf(dst, sizeof dst, "%s/%s.gguf", dir, name);
+    assert_int_equal(th_rewrite(src, dst, e), TB_OK);
+    tb_model_t *m = (tb_model_t *)0x1;
+    int rc = tb_model_load(dst, &m);
+    const char *msg = tb_last_error();
+    print_message("%s: %s\n", name, msg);
+    assert_int_equal(rc, status);
+    assert_null(m);
+    assert_non_null(strstr(msg, dst));
+    if (n1) assert_non_null(strstr(msg, n1));
+    if (n2) assert_non_null(strstr(msg, n2));
+}
+
+static void test_missing_tensor(void **st) {
+    (void)st;
+    th_edit e = {.drop_tensor = "blk.1.attn_k"};
+    expect_error("llama-tiny", &e, "missing", TB_ERR_NOT_FOUND, "blk.1.attn_k", "[256, 128]");
+    th_edit e2 = {.drop_tensor = "blk.0.attn_q_norm"};
+    expect_error("maple-tiny", &e2, "missing-qnorm", TB_ERR_NOT_FOUND, "blk.0.attn_q_norm", "[64]");
+    th_edit e3 = {.drop_tensor = "output"};   /* maple's head is untied: required */
+    expect_error("maple-tiny", &e3, "missing-output", TB_ERR_NOT_FOUND, "'output'", NULL);
+}
+
+static void test_wrong_shape(void **st) {
+    (void)st;
+    th_edit e = {.transpose_tensor = "blk.0.attn_v"};
+    expect_error("llama-tiny", &e, "shape", TB_ERR_FORMAT, "blk.0.attn_v", "expected [256, 128]");
+    th_edit e2 = {.transpose_tensor = "blk.1.ffn_gate_inp"};
+    expect_error("moe-tiny", &e2, "shape-router", TB_ERR_FORMAT, "blk.1.ffn_gate_inp", "expected [256, 4]");
+}
+
+static void test_unknown_arch(void **st) {
+    (void)st;
+    th_edit e = {.arch = "gptj"};
+    expect_error("llama-tiny", &e, "arch", TB_ERR_UNSUPPORTED, "gptj", NULL);
+    th_edit e2 = {.drop_key = "maple.attention.sliding_window_pattern"};
+    expect_error("maple-tiny", &e2, "nokey", TB_ERR_NOT_FOUND, "maple.attention.sliding_window_pattern", NULL);
+}
+
+static void test_tied_output(void **st) {
+    (void)st;
+    char src[512], dst[512];
+    synth("llama-tiny", src, sizeof src);
+    snprintf(dst, sizeof dst, "%s/tied.gguf", dir);
+    th_edit e = {.drop_tensor = "output"};
+    assert_int_equal(th_rewrite(src, dst, &e), TB_OK);
+    tb_model_t *m;
+    assert_int_equal(tb_model_load(dst, &m), TB_OK);
+    tb_model_info_t in;
+    assert_int_equal(tb_model_get_info(m, &in), TB_OK);
+    tb_bytes_per_token_t b;
+    assert_int_equal(tb_model_bytes_per_token(m, 0, TB_TYPE_F32, &b), TB_OK);
+    assert_int_equal(b.output, (uint64_t)in.n_vocab * (uint64_t)in.n_embd * 4u);  /* reads token_embd */
+    tb_session_t *s;
+    tb_session_params_t sp = tb_session_default_params();
+    sp.n_ctx = 8;
+    assert_int_equal(tb_session_new(m, &sp, &s), TB_OK);
+    int32_t ids[3] = {5, 6, 7};
+    assert_int_equal(tb_session_eval(s, ids, 3, false), TB_OK);
+    tb_session_free(s);
+    tb_model_free(m);
+}
+
+static void test_info(void **st) {
+    (void)st;
+    char path[512];
+    synth("maple-tiny", path, sizeof path);
+    tb_model_t *m;
+    assert_int_equal(tb_model_load(path, &m), TB_OK);
+    tb_model_info_t in;
+    assert_int_equal(tb_model_get_info(m, &in), TB_OK);
+    assert_string_equal(in.arch, "maple");
+    assert_true(in.n_layer > 0 && in.n_expert > in.n_expert_used && in.n_expert_used > 0);
+    assert_true(in.n_swa > 0 && in.n_swa_layers > 0 && in.n_swa_layers < in.n_layer);
+    assert_true(in.rope_dims < in.head_dim);
+    assert_int_equal(in.main_type, TB_TYPE_F32);
+    assert_int_equal(in.weight_bytes, (uint64_t)in.n_params * 4u);    /* all F32 */
+    assert_true(in.file_bytes > in.weight_bytes);
+    assert_true(in.n_params_active < in.n_params);
+    /* active = all - (1 - used/n_expert) of the three expert stacks */
+    int64_t exp_all = 3ll * in.n_layer * in.n_expert * in.n_embd * in.n_ff_exp;
+    assert_int_equal(in.n_params - in.n_params_active,
+                     exp_all - exp_all / in.n_expert * in.n_expert_used);
+    assert_int_equal(tb_model_n_vocab(m), in.n_vocab);
+    assert_ptr_not_equal(tb_model_gguf(m), NULL);
+    tb_model_free(m);
+
+    assert_int_equal(tb_model_load("/nonexistent/x.gguf", &m), TB_ERR_IO);
+    assert_null(m);
+}
+
+/* Hand computation for llama-tiny (dense) and maple-tiny (MoE + sliding). */
+static void test_bytes_per_token(void **st) {
+    (void)st;
+    char path[512];
+    tb_model_t *m;
+    tb_model_info_t in;
+    tb_bytes_per_token_t b;
+
+    synth("llama-tiny", path, sizeof path);
+    assert_int_equal(tb_model_load(path, &m), TB_OK);
+    assert_int_equal(tb_model_get_info(m, &in), TB_OK);
+    uint64_t E = (uint64_t)in.n_embd, QD = (uint64_t)in.n_head * (uint64_t)in.head_dim;
+    uint64_t KD = (uint64_t)in.n_head_kv * (uint64_t)in.head_dim, F = (uint64_t)in.n_ff;
+    uint64_t layer = 4 * (E + E * QD + 2 * E * KD + QD * E + E + 3 * E * F);
+    assert_int_equal(tb_model_bytes_per_token(m, 100, TB_TYPE_F16, &b), TB_OK);
+    assert_int_equal(b.weights, (uint64_t)in.n_layer * layer + 4 * E);
+    assert_int_equal(b.embd_row, 4 * E);
+    assert_int_equal(b.output, 4 * E * (uint64_t)in.n_vocab);
+    assert_int_equal(b.kv, (uint64_t)in.n_layer * 100u * 2u * KD * 2u);
+    assert_int_equal(b.total, b.weights + b.embd_row + b.output + b.kv);
+    assert_int_equal(tb_model_bytes_per_token(m, 100, TB_TYPE_Q4_0, &b), TB_ERR_ARG);
+    tb_model_free(m);
+
+    synth("maple-tiny", path, sizeof path);
+    assert_int_equal(tb_model_load(path, &m), TB_OK);
+    assert_int_equal(tb_model_get_info(m, &in), TB_OK);
+    E = (uint64_t)in.n_embd; QD = (uint64_t)in.n_head * (uint64_t)in.head_dim;
+    KD = (uint64_t)in.n_head_kv * (uint64_t)in.head_dim;
+    uint64_t X = (uint64_t)in.n_expert, K = (uint64_t)in.n_expert_used, FX = (uint64_t)in.n_ff_exp;
+    uint64_t HD = (uint64_t)in.head_dim;
+    layer = 4 * (E + E * QD + 2 * E * KD + QD * E + 2 * HD + E + E * X) + 4 * 3 * E * FX * K;
+    const uint64_t ctx = 100, swa = (uint64_t)in.n_swa;
+    assert_true(swa < ctx);
+    assert_int_equal(tb_model_bytes_per_token(m, (int32_t)ctx, TB_TYPE_F32, &b), TB_OK);
+    assert_int_equal(b.weights, (uint64_t)in.n_layer * layer + 4 * E);
+    assert_int_equal(b.kv, 2u * KD * 4u * ((uint64_t)in.n_swa_layers * swa +
+                                           (uint64_t)(in.n_layer - in.n_swa_layers) * ctx));
+    /* below the window, sliding layers read the whole context */
+    assert_int_equal(tb_model_bytes_per_token(m, 3, TB_TYPE_F32, &b), TB_OK);
+    assert_int_equal(b.kv, 2u * KD * 4u * 3u * (uint64_t)in.n_layer);
+    tb_model_free(m);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_missing_tensor),
+        cmocka_unit_test(test_wrong_shape),
+        cmocka_unit_test(test_unknown_arch),
+        cmocka_unit_test(test_tied_output),
+        cmocka_unit_test(test_info),
+        cmocka_unit_test(test_bytes_per_token),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}

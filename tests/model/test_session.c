@@ -1,0 +1,240 @@
+/*
+ * test_session.c — session behaviour:
+ *  - greedy 64-token continuations identical for 1 and 2 threads, and for
+ *    batched prefill vs token-by-token decode (and the final logits
+ *    bit-identical), for maple-tiny, llama-tiny and moe-tiny;
+ *  - prefill logits (all rows) bit-identical to decode logits row by row;
+ *  - KV F16 close to KV F32;
+ *  - context overflow is TB_ERR_RANGE and leaves the session usable;
+ *  - logits accessor, reset, out-of-vocabulary ids, memory accounting.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "helpers.h"
+
+#define N_PROMPT 24
+#define N_GEN 64
+/* F16 KV rounds K and V to 11 significant bits: logits move by ~1e-3. */
+#define BUDGET_KV_F16_REL_L2 1e-2
+
+static char dir[256];
+
+static int setup(void **st) {
+    (void)st;
+    return th_tmpdir(dir);
+}
+
+static int teardown(void **st) {
+    (void)st;
+    th_rmdir(dir);
+    return 0;
+}
+
+static tb_model_t *load_preset(const char *preset) {
+    char path[512];
+    if (th_synth(dir, preset, -1, path, sizeof path)) fail_msg("synth %s: %s", preset, tb_last_error());
+    tb_model_t *m;
+    if (tb_model_load(path, &m)) fail_msg("load %s: %s", preset, tb_last_error());
+    return m;
+}
+
+static void greedy_same(const char *preset) {
+    tb_model_t *m = load_preset(preset);
+    const int V = tb_model_n_vocab(m);
+    int32_t prompt[N_PROMPT], g1[N_GEN], g2[N_GEN], g3[N_GEN];
+    float *l1 = malloc((size_t)V * sizeof *l1), *l2 = malloc((size_t)V * sizeof *l2),
+          *l3 = malloc((size_t)V * sizeof *l3);
+    th_prompt(prompt, N_PROMPT, V, 3);
+    assert_int_equal(th_greedy(m, 1, 512, TB_TYPE_F16, prompt, N_PROMPT, false, g1, N_GEN, l1), TB_OK);
+    assert_int_equal(th_greedy(m, 2, 512, TB_TYPE_F16, prompt, N_PROMPT, false, g2, N_GEN, l2), TB_OK);
+    assert_int_equal(th_greedy(m, 2, 512, TB_TYPE_F16, prompt, N_PROMPT, true, g3, N_GEN, l3), TB_OK);
+    assert_memory_equal(g1, g2, sizeof g1);
+    assert_memory_equal(g1, g3, sizeof g1);
+    assert_memory_equal(l1, l2, (size_t)V * sizeof *l1);
+    assert_memory_equal(l1, l3, (size_t)V * sizeof *l1);
+    /* the continuation is not degenerate (a constant output would pass trivially) */
+    int distinct = 0;
+    for (int i = 1; i < N_GEN; i++) distinct += g1[i] != g1[0];
+    assert_true(distinct > 0);
+    free(l1); free(l2); free(l3);
+    tb_model_free(m);
+}
+
+static void test_greedy_maple(void **st) { (void)st; greedy_same("maple-tiny"); }
+static void test_greedy_llama(void **st) { (void)st; greedy_same("llama-tiny"); }
+static void test_greedy_moe(void **st) { (void)st; greedy_same("moe-tiny"); }
+
+/* All-rows prefill (in chunks of 9, across the 16-token ring) vs decode. */
+static void prefill_rows_equal_decode(const char *preset, int n_threads) {
+    tb_model_t *m = load_preset(preset);
+    const int V = tb_model_n_vocab(m), n = 40;
+    int32_t ids[40];
+    th_prompt(ids, n, V, 11);
+    tb_session_params_t sp = tb_session_default_params();
+    sp.n_ctx = 48;
+    sp.n_threads = n_threads;
+    sp.n_batch = 9;
+    tb_session_t *a, *b;
+    assert_int_equal(tb_session_new(m, &sp, &a), TB_OK);
+    sp.n_threads = 1;
+    assert_int_equal(tb_session_new(m, &sp, &b), TB_OK);
+    assert_int_equal(tb_session_eval(a, ids, n, true), TB_OK);
+    for (int t = 0; t < n; t++) {
+        assert_int_equal(tb_session_eval(b, &ids[t], 1, false), TB_OK);
+        const float *pa = tb_session_logits(a, t), *pb = tb_session_logits(b, -1);
+        assert_non_null(pa);
+        assert_non_null(pb);
+        if (memcmp(pa, pb, (size_t)V * sizeof *pa))
+            fail_msg("%s: position %d prefill and decode logits differ (rel L2 %.3g)", preset, t,
+                     th_rel_l2(pa, pb, (size_t)V));
+    }
+    tb_session_free(a);
+    tb_session_free(b);
+    tb_model_free(m);
+}
+
+static void test_prefill_rows_maple(void **st) { (void)st; prefill_rows_equal_decode("maple-tiny", 2); }
+static void test_prefill_rows_moe(void **st) { (void)st; prefill_rows_equal_decode("moe-tiny", 2); }
+
+static void test_kv_f16_close(void **st) {
+    (void)st;
+    tb_model_t *m = load_preset("maple-tiny");
+    const int V = tb_model_n_vocab(m), n = 32;
+    int32_t ids[32];
+    th_prompt(ids, n, V, 5);
+    tb_session_params_t sp = tb_session_default_params();
+    sp.n_ctx = 32;
+    tb_session_t *a, *b;
+    sp.kv_type = TB_TYPE_F32;
+    assert_int_equal(tb_session_new(m, &sp, &a), TB_OK);
+    sp.kv_type = TB_TYPE_F16;
+    assert_int_equal(tb_session_new(m, &sp, &b), TB_OK);
+    assert_true(tb_session_memory_bytes(b) < tb_session_memory_bytes(a));
+    assert_int_equal(tb_session_eval(a, ids, n, true), TB_OK);
+    assert_int_equal(tb_session_eval(b, ids, n, true), TB_OK);
+    double worst = 0;
+    bool any_diff = false;
+    for (int t = 0; t < n; t++) {
+        double e = th_rel_l2(tb_session_logits(b, t), tb_session_logits(a, t), (size_t)V);
+        worst = e > worst ? e : worst;
+        any_diff |= e > 0;
+    }
+    print_message("KV f16 vs f32: worst relative L2 %.3g\n", worst);
+    assert_true(any_diff);                  /* the cache type is really used */
+    assert_true(worst < BUDGET_KV_F16_REL_L2);
+    tb_session_free(a);
+    tb_session_free(b);
+    tb_model_free(m);
+}
+
+static void test_context_overflow(void **st) {
+    (void)st;
+    tb_model_t *m = load_preset("llama-tiny");
+    tb_session_params_t sp = tb_session_default_params();
+    sp.n_ctx = 8;
+    tb_session_t *s;
+    assert_int_equal(tb_session_new(m, &sp, &s), TB_OK);
+    int32_t ids[9] = {1, 2, 3, 4, 5, 6, 7, 8, 9};
+    assert_int_equal(tb_session_eval(s, ids, 9, false), TB_ERR_RANGE);
+    assert_int_equal(tb_session_pos(s), 0);
+    assert_int_equal(tb_session_eval(s, ids, 6, false), TB_OK);
+    assert_int_equal(tb_session_eval(s, ids, 3, false), TB_ERR_RANGE);
+    assert_non_null(strstr(tb_last_error(), "n_ctx"));
+    assert_int_equal(tb_session_pos(s), 6);
+    assert_int_equal(tb_session_eval(s, ids, 2, false), TB_OK);
+    assert_int_equal(tb_session_pos(s), 8);
+    assert_int_equal(tb_session_eval(s, ids, 1, false), TB_ERR_RANGE);
+    tb_session_reset(s);
+    assert_int_equal(tb_session_pos(s), 0);
+    assert_null(tb_session_logits(s, -1));
+    assert_int_equal(tb_session_eval(s, ids, 8, false), TB_OK);
+    tb_session_free(s);
+    tb_model_free(m);
+}
+
+static void test_logits_and_args(void **st) {
+    (void)st;
+    tb_model_t *m = load_preset("llama-tiny");
+    const int V = tb_model_n_vocab(m);
+    tb_session_params_t sp = tb_session_default_params();
+    sp.n_ctx = 16;
+    tb_session_t *s;
+    assert_int_equal(tb_session_new(m, &sp, &s), TB_OK);
+    int32_t ids[4] = {1, 2, 3, 4};
+    assert_int_equal(tb_session_eval(s, ids, 4, false), TB_OK);
+    assert_non_null(tb_session_logits(s, -1));
+    assert_non_null(tb_session_logits(s, 3));
+    assert_ptr_equal(tb_session_logits(s, 3), tb_session_logits(s, -1));
+    assert_null(tb_session_logits(s, 0));          /* not kept */
+    assert_null(tb_session_logits(s, 4));
+    int32_t bad[2] = {1, V};
+    assert_int_equal(tb_session_eval(s, bad, 2, false), TB_ERR_RANGE);
+    assert_int_equal(tb_session_pos(s), 4);
+    assert_int_equal(tb_session_eval(s, ids, 0, false), TB_ERR_ARG);
+    /* after reset, the same tokens give the same logits */
+    float *first = malloc((size_t)V * sizeof *first);
+    tb_session_reset(s);
+    assert_int_equal(tb_session_eval(s, ids, 4, true), TB_OK);
+    memcpy(first, tb_session_logits(s, 3), (size_t)V * sizeof *first);
+    tb_session_reset(s);
+    assert_int_equal(tb_session_eval(s, ids, 4, false), TB_OK);
+    assert_memory_equal(first, tb_session_logits(s, -1), (size_t)V * sizeof *first);
+    free(first);
+    tb_session_free(s);
+
+    sp.kv_type = TB_TYPE_Q8_0;
+    assert_int_equal(tb_session_new(m, &sp, &s), TB_ERR_ARG);
+    sp = tb_session_default_params();
+    sp.n_threads = 0;
+    assert_int_equal(tb_session_new(m, &sp, &s), TB_ERR_ARG);
+    tb_model_free(m);
+}
+
+/* Memory grows with n_ctx by exactly the KV bytes of the global layers
+ * (sliding layers are capped at n_swa). */
+static void test_memory_bytes(void **st) {
+    (void)st;
+    tb_model_t *m = load_preset("maple-tiny");
+    tb_model_info_t in;
+    assert_int_equal(tb_model_get_info(m, &in), TB_OK);
+    tb_session_params_t sp = tb_session_default_params();
+    sp.kv_type = TB_TYPE_F32;
+    sp.n_batch = 16;
+    sp.n_threads = 1;
+    tb_session_t *a, *b;
+    sp.n_ctx = 64;
+    assert_int_equal(tb_session_new(m, &sp, &a), TB_OK);
+    sp.n_ctx = 128;
+    assert_int_equal(tb_session_new(m, &sp, &b), TB_OK);
+    uint64_t kv_per_pos = 2ull * (uint64_t)in.n_head_kv * (uint64_t)in.head_dim * 4u;
+    uint64_t n_global = (uint64_t)(in.n_layer - in.n_swa_layers);
+    uint64_t scores = 64u * 4u;  /* per-thread score row grows with n_ctx */
+    assert_int_equal(tb_session_memory_bytes(b) - tb_session_memory_bytes(a),
+                     64u * kv_per_pos * n_global + scores);
+    tb_session_free(a);
+    tb_session_free(b);
+    tb_model_free(m);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_greedy_maple),
+        cmocka_unit_test(test_greedy_llama),
+        cmocka_unit_test(test_greedy_moe),
+        cmocka_unit_test(test_prefill_rows_maple),
+        cmocka_unit_test(test_prefill_rows_moe),
+        cmocka_unit_test(test_kv_f16_close),
+        cmocka_unit_test(test_context_overflow),
+        cmocka_unit_test(test_logits_and_args),
+        cmocka_unit_test(test_memory_bytes),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
