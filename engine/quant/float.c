@@ -26,12 +26,9 @@ float tb_fp16_to_fp32(tb_fp16_t h) {
     uint32_t exp = (h >> 10) & 0x1fu;
     uint32_t man = h & 0x3ffu;
     if (exp == 0x1f) return u2f(sign | 0x7f800000u | (man << 13));   /* inf / nan */
-    if (exp == 0) {
-        if (man == 0) return u2f(sign);                                /* ±0 */
-        /* subnormal: man * 2^-24; normalise so the leading 1 sits at bit 10 */
-        uint32_t e = 127 - 15 + 1;
-        while (!(man & 0x400u)) { man <<= 1; e--; }
-        return u2f(sign | (e << 23) | ((man & 0x3ffu) << 13));
+    if (exp == 0) {                                                    /* ±0, subnormal */
+        const float v = (float)man * 0x1p-24f;                         /* exact */
+        return sign ? -v : v;
     }
     return u2f(sign | ((exp + 127 - 15) << 23) | (man << 13));
 }

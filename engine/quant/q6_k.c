@@ -14,13 +14,19 @@
 
 #include <math.h>
 
-/* 6-bit code (0..63) of element e (0..255) of a block. */
-static inline int q6_code(const block_q6_K *b, int e) {
-    const int h = e / 128, r = e % 128, l = r % 32, part = r / 32;   /* part 0..3 */
-    const uint8_t *ql = b->ql + 64 * h, *qh = b->qh + 32 * h;
-    const int lo = (ql[l + 32 * (part & 1)] >> (4 * (part >> 1))) & 0x0f;
-    const int hi = (qh[l] >> (2 * part)) & 3;
-    return lo | (hi << 4);
+/* Unpack the 256 6-bit codes of a block, minus 32, in element order:
+ * q (256) receives values in -32..31. */
+static void q6_unpack(const block_q6_K *b, int8_t *q) {
+    for (int h = 0; h < QK_K / 128; h++) {
+        const uint8_t *ql = b->ql + 64 * h, *qh = b->qh + 32 * h;
+        int8_t *qo = q + 128 * h;   // (128)
+        for (int l = 0; l < 32; l++) {
+            qo[l] = (int8_t)(((ql[l] & 0x0f) | (((qh[l] >> 0) & 3) << 4)) - 32);
+            qo[l + 32] = (int8_t)(((ql[l + 32] & 0x0f) | (((qh[l] >> 2) & 3) << 4)) - 32);
+            qo[l + 64] = (int8_t)(((ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4)) - 32);
+            qo[l + 96] = (int8_t)(((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4)) - 32);
+        }
+    }
 }
 
 /* Per sub-block of 16: symmetric search (weights x^2) for a signed scale;
@@ -75,26 +81,28 @@ void tb_dequantize_row_q6_K_ref(const void *vx, float *y, int64_t n) {
     const block_q6_K *x = vx;   // (n / 256) blocks
     const int64_t nb = n / QK_K;
     for (int64_t i = 0; i < nb; i++) {
+        int8_t q[QK_K];   // (256) codes - 32
+        q6_unpack(&x[i], q);
         const float d = tb_fp16_to_fp32(x[i].d);
-        for (int e = 0; e < QK_K; e++)
-            y[i * QK_K + e] = d * (float)x[i].scales[e / 16] * (float)(q6_code(&x[i], e) - 32);
+        for (int e = 0; e < QK_K; e++) y[i * QK_K + e] = d * (float)x[i].scales[e / 16] * (float)q[e];
     }
 }
 
-/* Per super-block: sumi = sum_j sc_j * (sum_{l in j} q_l * a_l - 32 * bsum_j)
- * in int32; s += d_w * d_a * sumi. */
+/* Per super-block: sumi = sum_j sc_j * sum_{l in j} (q_l - 32) * a_l in
+ * int32; s += d_w * d_a * sumi. */
 void tb_vec_dot_q6_K_q8_K_ref(int64_t n, float *s, const void *vw, const void *va) {
     const block_q6_K *w = vw;   // (n / 256) blocks
     const block_q8_K *a = va;   // (n / 256) blocks
     const int64_t nb = n / QK_K;
     float sum = 0.0f;
     for (int64_t i = 0; i < nb; i++) {
+        int8_t q[QK_K];   // (256) codes - 32
+        q6_unpack(&w[i], q);
         int32_t sumi = 0;
         for (int j = 0; j < QK_K / 16; j++) {
             int32_t dot = 0;
-            for (int l = 0; l < 16; l++)
-                dot += q6_code(&w[i], 16 * j + l) * (int32_t)a[i].qs[16 * j + l];
-            sumi += w[i].scales[j] * (dot - 32 * a[i].bsums[j]);
+            for (int l = 0; l < 16; l++) dot += q[16 * j + l] * (int32_t)a[i].qs[16 * j + l];
+            sumi += w[i].scales[j] * dot;
         }
         sum += tb_fp16_to_fp32(w[i].d) * a[i].d * (float)sumi;
     }

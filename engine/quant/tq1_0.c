@@ -31,10 +31,14 @@ static inline void tq1_where(int e, int *is_qh, int *byte, int *n) {
     else { *is_qh = 1; *byte = (e - 240) % 4; *n = (e - 240) / 4; }
 }
 
-static inline int tq1_code(const block_tq1_0 *b, int e) {
-    int is_qh, byte, n;
-    tq1_where(e, &is_qh, &byte, &n);
-    return trit_get(is_qh ? b->qh[byte] : b->qs[byte], n);
+/* Unpack the 256 trits (0..2) of a block in element order into t (256). */
+static void tq1_unpack(const block_tq1_0 *b, uint8_t *t) {
+    for (int n = 0; n < 5; n++)
+        for (int m = 0; m < 32; m++) t[32 * n + m] = (uint8_t)trit_get(b->qs[m], n);
+    for (int n = 0; n < 5; n++)
+        for (int m = 0; m < 16; m++) t[160 + 16 * n + m] = (uint8_t)trit_get(b->qs[32 + m], n);
+    for (int n = 0; n < 4; n++)
+        for (int m = 0; m < 4; m++) t[240 + 4 * n + m] = (uint8_t)trit_get(b->qh[m], n);
 }
 
 /* Pack 5 trits (t[0] most significant) into one byte. */
@@ -72,8 +76,10 @@ void tb_dequantize_row_tq1_0_ref(const void *vx, float *y, int64_t n) {
     const block_tq1_0 *x = vx;   // (n / 256) blocks
     const int64_t nb = n / QK_K;
     for (int64_t i = 0; i < nb; i++) {
+        uint8_t t[QK_K];   // (256) trits
+        tq1_unpack(&x[i], t);
         const float d = tb_fp16_to_fp32(x[i].d);
-        for (int e = 0; e < QK_K; e++) y[i * QK_K + e] = (float)(tq1_code(&x[i], e) - 1) * d;
+        for (int e = 0; e < QK_K; e++) y[i * QK_K + e] = (float)(t[e] - 1) * d;
     }
 }
 
@@ -84,8 +90,10 @@ void tb_vec_dot_tq1_0_q8_K_ref(int64_t n, float *s, const void *vw, const void *
     const int64_t nb = n / QK_K;
     float sum = 0.0f;
     for (int64_t i = 0; i < nb; i++) {
+        uint8_t t[QK_K];   // (256) trits
+        tq1_unpack(&w[i], t);
         int32_t sumi = 0, suma = 0;
-        for (int e = 0; e < QK_K; e++) sumi += tq1_code(&w[i], e) * (int32_t)a[i].qs[e];
+        for (int e = 0; e < QK_K; e++) sumi += t[e] * (int32_t)a[i].qs[e];
         for (int g = 0; g < QK_K / 16; g++) suma += a[i].bsums[g];
         sum += (float)(sumi - suma) * (tb_fp16_to_fp32(w[i].d) * a[i].d);
     }

@@ -8,9 +8,11 @@
 
 #include <math.h>
 
-/* Code of element e (0..255). */
-static inline int tq2_code(const block_tq2_0 *b, int e) {
-    return (b->qs[32 * (e / 128) + e % 32] >> (2 * ((e % 128) / 32))) & 3;
+/* Unpack the 256 codes (0..2) of a block in element order into q (256). */
+static void tq2_unpack(const block_tq2_0 *b, uint8_t *q) {
+    for (int h = 0; h < 2; h++)
+        for (int k = 0; k < 4; k++)
+            for (int m = 0; m < 32; m++) q[128 * h + 32 * k + m] = (b->qs[32 * h + m] >> (2 * k)) & 3;
 }
 
 /* ggml's reference: d = max|x| per block, trit = round(x / d) (half away
@@ -24,11 +26,15 @@ void tb_quantize_row_tq2_0_ref(const float *x, void *vy, int64_t n) {
         for (int j = 0; j < QK_K; j++) amax = fmaxf(amax, fabsf(xb[j]));
         const float d = amax, id = d ? 1.0f / d : 0.0f;
         y[i].d = tb_fp32_to_fp16(d);
-        memset(y[i].qs, 0, sizeof y[i].qs);
-        for (int e = 0; e < QK_K; e++) {
-            const int q = (int)lroundf(xb[e] * id) + 1;   /* 0, 1, 2 */
-            y[i].qs[32 * (e / 128) + e % 32] |= (uint8_t)(q << (2 * ((e % 128) / 32)));
-        }
+        for (int h = 0; h < 2; h++)
+            for (int m = 0; m < 32; m++) {
+                uint8_t byte = 0;
+                for (int k = 0; k < 4; k++) {
+                    const int q = (int)lroundf(xb[128 * h + 32 * k + m] * id) + 1;   /* 0, 1, 2 */
+                    byte |= (uint8_t)(q << (2 * k));
+                }
+                y[i].qs[32 * h + m] = byte;
+            }
     }
 }
 
@@ -36,8 +42,10 @@ void tb_dequantize_row_tq2_0_ref(const void *vx, float *y, int64_t n) {
     const block_tq2_0 *x = vx;   // (n / 256) blocks
     const int64_t nb = n / QK_K;
     for (int64_t i = 0; i < nb; i++) {
+        uint8_t q[QK_K];   // (256) codes
+        tq2_unpack(&x[i], q);
         const float d = tb_fp16_to_fp32(x[i].d);
-        for (int e = 0; e < QK_K; e++) y[i * QK_K + e] = (float)(tq2_code(&x[i], e) - 1) * d;
+        for (int e = 0; e < QK_K; e++) y[i * QK_K + e] = (float)(q[e] - 1) * d;
     }
 }
 
@@ -49,8 +57,10 @@ void tb_vec_dot_tq2_0_q8_K_ref(int64_t n, float *s, const void *vw, const void *
     const int64_t nb = n / QK_K;
     float sum = 0.0f;
     for (int64_t i = 0; i < nb; i++) {
+        uint8_t q[QK_K];   // (256) codes
+        tq2_unpack(&w[i], q);
         int32_t sumi = 0, suma = 0;
-        for (int e = 0; e < QK_K; e++) sumi += tq2_code(&w[i], e) * (int32_t)a[i].qs[e];
+        for (int e = 0; e < QK_K; e++) sumi += q[e] * (int32_t)a[i].qs[e];
         for (int g = 0; g < QK_K / 16; g++) suma += a[i].bsums[g];
         sum += (float)(sumi - suma) * (tb_fp16_to_fp32(w[i].d) * a[i].d);
     }
