@@ -19,19 +19,7 @@ static inline float u2f(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
 /* binary16                                                               */
 /* ===================================================================== */
 
-/* Exact widening of a binary16 bit pattern to binary32 (every half value,
- * subnormals included, is representable as a float). */
-float tb_fp16_to_fp32(tb_fp16_t h) {
-    uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
-    uint32_t exp = (h >> 10) & 0x1fu;
-    uint32_t man = h & 0x3ffu;
-    if (exp == 0x1f) return u2f(sign | 0x7f800000u | (man << 13));   /* inf / nan */
-    if (exp == 0) {                                                    /* ±0, subnormal */
-        const float v = (float)man * 0x1p-24f;                         /* exact */
-        return sign ? -v : v;
-    }
-    return u2f(sign | ((exp + 127 - 15) << 23) | (man << 13));
-}
+/* tb_fp16_to_fp32 is inline in quant.h. */
 
 /* Narrow a float to binary16, round to nearest even. Values whose rounding
  * reaches 65520 or more become infinity; magnitudes at or below 2^-25 become

@@ -62,7 +62,9 @@ void tb_quantize_row_q4_K_ref(const float *x, void *vy, int64_t n) {
         for (int j = 0; j < QK_K / 32; j++) {
             int ls = tb_nearest_int(inv_scale * scales[j]);
             int lm = tb_nearest_int(inv_min * mins[j]);
-            put_scale_min(j, y[i].scales, ls > 63 ? 63 : ls, lm > 63 ? 63 : lm);
+            ls = ls < 0 ? 0 : ls > 63 ? 63 : ls;   /* 6 bits; a (rare) negative */
+            lm = lm < 0 ? 0 : lm > 63 ? 63 : lm;   /* fit must not spill bits   */
+            put_scale_min(j, y[i].scales, ls, lm);
         }
         y[i].d = tb_fp32_to_fp16(max_scale / 63.0f);
         y[i].dmin = tb_fp32_to_fp16(max_min / 63.0f);

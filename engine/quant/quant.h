@@ -116,7 +116,23 @@ typedef struct {
 static_assert(sizeof(block_tq2_0) == 66, "block_tq2_0 size");
 
 /* ---- fp16 / bf16 scalar conversion (round to nearest even) ---------- */
-float tb_fp16_to_fp32(tb_fp16_t h);
+/* Exact widening of a binary16 bit pattern (every half, subnormals and
+ * specials included, is a float). Inline: it sits in hot loops (F16
+ * weights and KV cache). */
+static inline float tb_fp16_to_fp32(tb_fp16_t h) {
+    const uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
+    const uint32_t exp = (h >> 10) & 0x1fu, man = h & 0x3ffu;
+    uint32_t u;
+    if (exp == 0) {                                  /* ±0, subnormal: man * 2^-24 */
+        const float v = (float)man * 0x1p-24f;
+        return sign ? -v : v;
+    }
+    if (exp == 0x1f) u = sign | 0x7f800000u | (man << 13);          /* inf, nan */
+    else u = sign | ((exp + 127 - 15) << 23) | (man << 13);
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
 tb_fp16_t tb_fp32_to_fp16(float f);
 static inline float tb_bf16_to_fp32(tb_bf16_t h) {
     uint32_t u = (uint32_t)h << 16; float f; memcpy(&f, &u, 4); return f;
@@ -143,7 +159,14 @@ typedef struct tb_type_traits {
 /* NULL when the type is not supported. */
 const tb_type_traits_t *tb_type_traits(tb_type_t t);
 
-/* ---- reference functions, one group per format ---------------------- */
+/* ---- reference functions, one group per format ----------------------
+ * quantize_row: n finite floats (n a multiple of the block) -> n / blck
+ * blocks; deterministic, no allocation, never fails. dequantize_row: the
+ * inverse map, exact in float for every bit pattern except fp16 d fields
+ * holding inf/nan. vec_dot: *s = dot of n weights with n activations
+ * already in the weight's vec_dot_type, integer-accumulated per block where
+ * ggml does, so it equals the float dot of the dequantized operands up to
+ * float rounding of the per-block partial sums.                          */
 #define TB_DECLARE_REF(fmt)                                                   \
     void tb_quantize_row_##fmt##_ref(const float *x, void *y, int64_t n);     \
     void tb_dequantize_row_##fmt##_ref(const void *x, float *y, int64_t n);
