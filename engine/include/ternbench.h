@@ -369,7 +369,17 @@ int  tb_model_load(const char *path, tb_model_t **out);
 void tb_model_free(tb_model_t *m);
 int  tb_model_get_info(const tb_model_t *m, tb_model_info_t *out);
 int32_t tb_model_n_vocab(const tb_model_t *m);
-/* Expected bytes per decoded token; expert share = n_expert_used/n_expert. */
+/* Expected bytes per decoded token; expert share = n_expert_used/n_expert.
+ *   weights  = Σ nbytes of every tensor except token_embd and output, with
+ *              each *_exps stack counted at nbytes * n_expert_used / n_expert
+ *              (norms and the MoE router included, in full)
+ *   embd_row = one row of token_embd (n_embd elements in its type)
+ *   output   = nbytes of output (of token_embd when the head is tied)
+ *   kv       = Σ_layers 2 * n_head_kv * head_dim * sizeof(kv_type) * depth,
+ *              depth = min(ctx, n_swa) on sliding layers, ctx on the others
+ *              (ctx = positions attended, the new token included)
+ *   total    = weights + embd_row + output + kv
+ * kv_type must be TB_TYPE_F32 or TB_TYPE_F16. */
 int  tb_model_bytes_per_token(const tb_model_t *m, int32_t ctx, tb_type_t kv_type,
                               tb_bytes_per_token_t *out);
 const tb_gguf_t *tb_model_gguf(const tb_model_t *m);
