@@ -29,13 +29,27 @@ static void fmt_shape(char *buf, size_t cap, int n, const int64_t *ne) {
     if (k > 0 && (size_t)k < cap) snprintf(buf + k, cap - (size_t)k, "]");
 }
 
+/* Index of tensor `name` or, as llama.cpp names them, `name`.weight; -1. */
+static int64_t find_named(const tb_gguf_t *g, const char *name) {
+    int64_t i = tb_gguf_find_tensor(g, name);
+    if (i >= 0) return i;
+    char full[128];
+    snprintf(full, sizeof full, "%s.weight", name);
+    return tb_gguf_find_tensor(g, full);
+}
+
+static bool name_is(const char *name, const char *base) {
+    size_t n = strlen(base);
+    return !strncmp(name, base, n) && (name[n] == '\0' || !strcmp(name + n, ".weight"));
+}
+
 /* Find tensor `name`, check it has exactly the n_dims-dimensional shape
  * `ne` (ggml order, ne[0] = input dim) and a computable type. Absent and
  * optional: *t zeroed, TB_OK. */
 static int find_tensor(loadctx *c, const char *name, int n_dims, const int64_t *ne,
                        bool optional, tb_gguf_tensor_t *t) {
     memset(t, 0, sizeof *t);
-    int64_t i = tb_gguf_find_tensor(c->m->gguf, name);
+    int64_t i = find_named(c->m->gguf, name);
     if (i < 0) {
         if (optional) return TB_OK;
         char want[96];
@@ -135,7 +149,7 @@ static int load_layer(loadctx *c, int32_t il) {
 static int load_tensors(tb_model_t *m, const char *path) {
     tb_model_info_t *in = &m->info;
     loadctx c = {.m = m, .path = path};
-    int64_t iemb = tb_gguf_find_tensor(m->gguf, "token_embd");
+    int64_t iemb = find_named(m->gguf, "token_embd");
     if (iemb < 0) return tb_err(TB_ERR_NOT_FOUND, "%s: missing tensor 'token_embd' (expected shape [%d, n_vocab])",
                                 path, in->n_embd);
     tb_gguf_tensor_t te;
@@ -258,7 +272,7 @@ int tb_model_bytes_per_token(const tb_model_t *m, int32_t ctx, tb_type_t kv_type
         tb_gguf_tensor_t t;
         int rc = tb_gguf_tensor(m->gguf, i, &t);
         if (rc != TB_OK) return rc;
-        if (strcmp(t.name, "token_embd") == 0 || strcmp(t.name, "output") == 0) continue;
+        if (name_is(t.name, "token_embd") || name_is(t.name, "output")) continue;
         if (is_expert_tensor(t.name) && in->n_expert > 0)
             out->weights += t.nbytes / (uint64_t)in->n_expert * (uint64_t)in->n_expert_used;
         else
