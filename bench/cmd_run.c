@@ -1,5 +1,168 @@
-/* cmd_run.c — placeholder until implemented. */
+/*
+ * cmd_run.c — `ternbench run SCENARIO... [--db PATH] [--tag K=V]... [-q]`
+ * and `ternbench scenario explain|check|keys`.
+ *
+ * Every scenario is parsed and validated before anything is recorded: a bad
+ * file is "FILE:LINE: message" and exit status 2. Exit status 1 when a test
+ * failed, 130 when interrupted (SIGINT/SIGTERM: the repetition in flight is
+ * abandoned, what finished is kept, the run is marked interrupted).
+ */
 #include "commands.h"
+#include "runner.h"
+#include "scenario.h"
+#include "store.h"
+#include "ternbench.h"
+
+#include <signal.h>
 #include <stdio.h>
-int cmd_run(int argc, char **argv) { (void)argc; fprintf(stderr, "ternbench %s: not implemented yet\n", argv[0]); return 2; }
-int cmd_scenario(int argc, char **argv) { (void)argc; fprintf(stderr, "ternbench %s: not implemented yet\n", argv[0]); return 2; }
+#include <stdlib.h>
+#include <string.h>
+
+#define DEFAULT_DB "results/ternbench.db"
+
+static volatile sig_atomic_t stop_flag;
+
+static void on_signal(int sig) {
+    (void)sig;
+    stop_flag = 1;
+}
+
+/* The database path: --db, else $TB_DB, else results/ternbench.db. */
+static const char *db_default(void) {
+    const char *e = getenv("TB_DB");
+    return e && *e ? e : DEFAULT_DB;
+}
+
+static int run_usage(void) {
+    fprintf(stderr, "usage: ternbench run SCENARIO.ini... [--db PATH] [--tag KEY=VALUE]... [-q]\n");
+    return 2;
+}
+
+int cmd_run(int argc, char **argv) {
+    const char *db = db_default();
+    const char **files = calloc((size_t)argc, sizeof *files);
+    const char **keys = calloc((size_t)argc, sizeof *keys), **vals = calloc((size_t)argc, sizeof *vals);
+    char **owned = calloc((size_t)argc, sizeof *owned);
+    int n_files = 0, n_tags = 0, quiet = 0, status = 0;
+    tb_plan_t *plans = NULL;
+    int n_plans = 0;
+    tb_store_t *store = NULL;
+    if (!files || !keys || !vals || !owned) { fprintf(stderr, "ternbench run: out of memory\n"); status = 1; goto out; }
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if ((!strcmp(a, "--db") || !strcmp(a, "--tag")) && i + 1 >= argc) { status = run_usage(); goto out; }
+        if (!strcmp(a, "--db")) db = argv[++i];
+        else if (!strcmp(a, "--tag")) {
+            const char *kv = argv[++i], *eq = strchr(kv, '=');
+            if (!eq || eq == kv) {
+                fprintf(stderr, "ternbench run: --tag %s: expected KEY=VALUE\n", kv);
+                status = 2;
+                goto out;
+            }
+            owned[n_tags] = strndup(kv, (size_t)(eq - kv));
+            if (!owned[n_tags]) { status = 1; goto out; }
+            keys[n_tags] = owned[n_tags];
+            vals[n_tags++] = eq + 1;
+        } else if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) quiet = 1;
+        else if (!strcmp(a, "-h") || !strcmp(a, "--help")) { run_usage(); status = 0; goto out; }
+        else if (a[0] == '-') { fprintf(stderr, "ternbench run: unknown option %s\n", a); status = run_usage(); goto out; }
+        else files[n_files++] = a;
+    }
+    if (n_files == 0) { status = run_usage(); goto out; }
+
+    /* parse everything first: a bad scenario records nothing */
+    plans = calloc((size_t)n_files, sizeof *plans);
+    if (!plans) { status = 1; goto out; }
+    for (int i = 0; i < n_files; i++, n_plans++) {
+        if (tb_plan_load(files[i], &plans[i]) != TB_OK) {
+            fprintf(stderr, "%s\n", tb_last_error());
+            n_plans++;
+            status = 2;
+            goto out;
+        }
+    }
+
+    int n_rec = 0;
+    if (tb_store_open(db, &store, &n_rec) != TB_OK) {
+        fprintf(stderr, "ternbench run: %s\n", tb_last_error());
+        status = 1;
+        goto out;
+    }
+    if (n_rec > 0 && !quiet)
+        fprintf(stderr, "ternbench run: marked %d run(s) left by dead processes as interrupted\n", n_rec);
+
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+
+    for (int i = 0; i < n_plans && !stop_flag; i++) {
+        tb_run_opts_t o = {.quiet = quiet, .n_tags = n_tags, .tag_keys = keys, .tag_values = vals,
+                           .stop = &stop_flag, .summary = stdout};
+        tb_run_result_t res;
+        if (tb_runner_run(&plans[i], store, &o, &res) != TB_OK) {
+            fprintf(stderr, "ternbench run: %s: %s\n", plans[i].path, tb_last_error());
+            status = status ? status : 1;
+            continue;
+        }
+        fflush(stdout);
+        if (res.interrupted) status = 130;
+        else if (res.n_failed && status == 0) status = 1;
+    }
+    if (stop_flag) {
+        if (!quiet) fprintf(stderr, "ternbench run: interrupted; completed repetitions are kept in %s\n", db);
+        status = 130;
+    }
+out:
+    tb_store_close(store);
+    for (int i = 0; i < n_plans; i++) tb_plan_free(&plans[i]);
+    free(plans);
+    for (int i = 0; i < n_tags; i++) free(owned[i]);
+    free(owned);
+    free(files);
+    free(keys);
+    free(vals);
+    return status;
+}
+
+/* ===================================================================== */
+/* scenario explain | check | keys                                        */
+/* ===================================================================== */
+
+static int scenario_usage(void) {
+    fprintf(stderr, "usage: ternbench scenario explain FILE   resolved plan, every default shown\n"
+                    "       ternbench scenario check FILE...  validate; print the normalized hash\n"
+                    "       ternbench scenario normalize FILE the normalized text stored with runs\n"
+                    "       ternbench scenario keys           markdown reference of every key\n");
+    return 2;
+}
+
+int cmd_scenario(int argc, char **argv) {
+    if (argc < 2) return scenario_usage();
+    const char *sub = argv[1];
+    if (!strcmp(sub, "keys")) {
+        tb_scenario_keys_markdown(stdout);
+        return 0;
+    }
+    bool explain = !strcmp(sub, "explain"), check = !strcmp(sub, "check"),
+         norm = !strcmp(sub, "normalize");
+    if (!explain && !check && !norm) return scenario_usage();
+    if (argc < 3 || ((explain || norm) && argc != 3)) return scenario_usage();
+    int status = 0;
+    for (int i = 2; i < argc; i++) {
+        tb_plan_t p;
+        if (tb_plan_load(argv[i], &p) != TB_OK) {
+            fprintf(stderr, "%s\n", tb_last_error());
+            tb_plan_free(&p);
+            status = 2;
+            continue;
+        }
+        if (explain) tb_plan_explain(&p, stdout);
+        else if (norm) fputs(p.normalized, stdout);
+        else printf("%s: ok (%d test sections, sha256 %s)\n", argv[i], p.n_tests, p.hash);
+        tb_plan_free(&p);
+    }
+    return status;
+}
