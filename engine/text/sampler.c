@@ -18,8 +18,8 @@
  * seed and the call sequence, never on the engine's thread count.
  *
  * Cost per call: O(n) for temperature/min-p alone, O(n log k) with top-k,
- * and top-p without top-k selects the best 64, 512, 4096, ... candidates
- * until their mass reaches top_p: O(n log m) for a nucleus of size m.
+ * expected O(n) for top-p without top-k (quickselect on mass; the nucleus
+ * is then drawn from in the deterministic order the selection leaves).
  */
 #include "internal.h"
 
@@ -138,17 +138,50 @@ static size_t nucleus_len(const cand_t *c, size_t m, float p) {
     return m;
 }
 
-/* Top-p over unsorted c[0..m): grow a sorted best-prefix until it holds
- * mass top_p. Leaves the nucleus, sorted, in c[0..return). */
-static size_t top_p_unsorted(tb_sampler_t *s, size_t m, float p) {
-    for (size_t k = TB_MIN(m, (size_t)64);; k = TB_MIN(m, k * 8)) {
-        select_top(s->c, m, k, s->tmp);
-        size_t keep = nucleus_len(s->tmp, k, p);
-        if (keep < k || k == m) {
-            memcpy(s->c, s->tmp, keep * sizeof *s->c);
-            return keep;
+static inline void swap(cand_t *a, cand_t *b) { cand_t t = *a; *a = *b; *b = t; }
+
+static int cmp_better(const void *a, const void *b) {
+    return better(*(const cand_t *)a, *(const cand_t *)b) ? -1 : 1;
+}
+
+/* Top-p over unsorted c[0..m): quickselect on mass. [0, lo) is known to
+ * be in the nucleus (better than all of [lo, m)) with mass `in`; [lo, hi)
+ * is unresolved; [hi, m) is out. A pivot (median of three) splits
+ * [lo, hi) into better | pivot | worse; the side holding the cut is kept.
+ * Expected O(m). Leaves the nucleus in c[0..return), not in sorted order
+ * (only its last, small segment is sorted). */
+static size_t top_p_unsorted(cand_t *c, size_t m, float p) {
+    size_t lo = 0, hi = m;
+    double in = 0;
+    while (hi - lo > 32) {
+        size_t mid = lo + (hi - lo) / 2;                  /* median of three to hi-1 */
+        if (better(c[mid], c[lo])) swap(&c[mid], &c[lo]);
+        if (better(c[hi - 1], c[lo])) swap(&c[hi - 1], &c[lo]);
+        if (better(c[mid], c[hi - 1])) swap(&c[mid], &c[hi - 1]);
+        cand_t piv = c[hi - 1];
+        size_t i = lo;
+        double mass = 0;
+        for (size_t j = lo; j < hi - 1; j++) {
+            if (better(c[j], piv)) {
+                mass += c[j].v;
+                swap(&c[i++], &c[j]);
+            }
+        }
+        swap(&c[i], &c[hi - 1]);                           /* pivot at i */
+        if (in + mass >= p) {
+            hi = i;                                        /* cut among the better */
+        } else {
+            in += mass + piv.v;
+            lo = i + 1;
+            if (in >= p) return lo;                        /* the pivot completes it */
         }
     }
+    qsort(c + lo, hi - lo, sizeof *c, cmp_better);
+    for (size_t i = lo; i < hi; i++) {
+        in += c[i].v;
+        if (in >= p) return i + 1;
+    }
+    return hi > 0 ? hi : 1;
 }
 
 /* ===================================================================== */
@@ -210,8 +243,7 @@ int32_t tb_sampler_sample(tb_sampler_t *s, const float *logits, int32_t n_vocab)
 
     if (p->top_p < 1.0f) {
         if (sorted) m = nucleus_len(s->c, m, p->top_p);
-        else m = top_p_unsorted(s, m, p->top_p);
-        sorted = true;
+        else m = top_p_unsorted(s->c, m, p->top_p);
     }
     if (p->min_p > 0.0f) {
         float pmax = 0;
