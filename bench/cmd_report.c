@@ -57,6 +57,7 @@ int cmd_report(int argc, char **argv) {
         else if (!strcmp(a, "--out") || !strcmp(a, "-o")) { o.out_dir = v; i++; }
         else if (!strcmp(a, "--run")) {
             if (have_sel && o.sel.kind != TB_REPORT_SEL_RUNS) goto one_sel;
+            if (!have_sel) o.sel.n = 0;
             have_sel = 1;
             o.sel.kind = TB_REPORT_SEL_RUNS;
             for (i++; i < argc && argv[i][0] != '-'; i++) {

@@ -29,37 +29,40 @@ void rp_gp_quote(rp_buf_t *out, const char *s) {
     rp_buf_puts(out, "\"");
 }
 
-/* Distinct values of a run string field, joined with ", " (at most 3, then "…"). */
-static void distinct(rp_set_t *s, size_t off, rp_buf_t *out) {
+/* Distinct values of a run string field over the runs (only `only` when
+ * not NULL), joined with ", " (at most 4, then "…"). */
+static void distinct(rp_set_t *s, const rp_run_t *only, size_t off, rp_buf_t *out) {
     int shown = 0;
     for (int i = 0; i < s->n_runs; i++) {
+        if (only && &s->runs[i] != only) continue;
         const char *v = *(char **)((char *)&s->runs[i] + off);
         int dup = 0;
         for (int j = 0; j < i && !dup; j++) dup = !strcmp(v, *(char **)((char *)&s->runs[j] + off));
         if (dup) continue;
-        if (shown == 3) { rp_buf_puts(out, ", …"); break; }
+        if (shown == 4) { rp_buf_puts(out, ", …"); break; }
         rp_buf_printf(out, "%s%s", shown++ ? ", " : "", v);
     }
 }
 
-/* "models: A, B · host: CPU (name) · build: commit type" — unquoted text. */
-void rp_chart_subtitle(rp_ctx_t *c, rp_buf_t *out) {
+/* Two lines: "model(s): A, B" and "host: CPU (name) · build: commit type". */
+void rp_chart_subtitle(rp_ctx_t *c, const rp_run_t *only, rp_buf_t *out) {
     rp_set_t *s = c->set;
-    rp_buf_puts(out, "models: ");
-    distinct(s, offsetof(rp_run_t, series), out);
-    rp_buf_puts(out, "  ·  host: ");
-    distinct(s, offsetof(rp_run_t, cpu_brand), out);
+    rp_buf_puts(out, only || s->n_runs == 1 ? "model: " : "models: ");
+    distinct(s, only, offsetof(rp_run_t, series), out);
+    rp_buf_puts(out, "\nhost: ");
+    distinct(s, only, offsetof(rp_run_t, cpu_brand), out);
     rp_buf_puts(out, " (");
-    distinct(s, offsetof(rp_run_t, hostname), out);
+    distinct(s, only, offsetof(rp_run_t, hostname), out);
     rp_buf_puts(out, ")  ·  build: ");
     for (int i = 0, shown = 0; i < s->n_runs; i++) {
         const rp_run_t *r = &s->runs[i];
+        if (only && r != only) continue;
         int dup = 0;
         for (int j = 0; j < i && !dup; j++)
             dup = !strcmp(r->commit, s->runs[j].commit) && !strcmp(r->build_type, s->runs[j].build_type);
         if (dup) continue;
         if (shown == 3) { rp_buf_puts(out, ", …"); break; }
-        rp_buf_printf(out, "%s%.12s%s %s", shown++ ? ", " : "", r->commit, r->dirty ? "+dirty" : "", r->build_type);
+        rp_buf_printf(out, "%s%.7s%s %s", shown++ ? ", " : "", r->commit, r->dirty ? "+dirty" : "", r->build_type);
     }
 }
 
@@ -70,7 +73,8 @@ static const char PREAMBLE[] =
     "  set datafile missing \"?\"\n"
     "  set grid back lc rgb \"#dddddd\" lw 1\n"
     "  set border lc rgb \"#444444\"\n"
-    "  set key outside right top vertical Left reverse noautotitle box lc rgb \"#bbbbbb\"\n"
+    "  set key below center horizontal Left reverse noautotitle box lc rgb \"#bbbbbb\" maxcols 2 height 1.5 spacing 1.1\n"
+    "  set xlabel offset 0,0.3\n"
     "  set linetype 1 lc rgb \"#1b9e77\" lw 2 pt 7 ps 0.8\n"
     "  set linetype 2 lc rgb \"#d95f02\" lw 2 pt 5 ps 0.8\n"
     "  set linetype 3 lc rgb \"#7570b3\" lw 2 pt 9 ps 0.9\n"
@@ -146,7 +150,7 @@ static void chart_free(rp_chart_t *ch) {
 static void set_title(rp_ctx_t *c, rp_buf_t *body, const char *title) {
     rp_buf_t t = {0};
     rp_buf_printf(&t, "%s\n", title);
-    rp_chart_subtitle(c, &t);
+    rp_chart_subtitle(c, NULL, &t);
     rp_buf_puts(body, "  set title ");
     if (t.p) rp_gp_quote(body, t.p);
     rp_buf_puts(body, " font \",12\"\n");
@@ -213,7 +217,7 @@ static int line_chart(rp_ctx_t *c, const char *name, const char *title, const ch
     }
     set_title(c, &ch.body, title);
     rp_buf_printf(&ch.body, "  set xlabel \"%s\"\n  set ylabel \"%s\"\n", xlabel, ylabel);
-    rp_buf_puts(&ch.body, "  set yrange [0:*]\n  set offsets graph 0.03, graph 0.03, graph 0.05, 0\n");
+    rp_buf_puts(&ch.body, "  set yrange [0:*]\n  set autoscale xfix\n  set offsets graph 0.04, graph 0.04, graph 0.05, 0\n");
     rp_buf_puts(&ch.body, plot.p);
     rp_buf_puts(&ch.body, "\n");
     rp_buf_free(&plot);
@@ -292,7 +296,7 @@ static int format_chart(rp_ctx_t *c) {
     }
     rp_buf_t t = {0};
     rp_buf_printf(&t, "%s\n", title);
-    rp_chart_subtitle(c, &t);
+    rp_chart_subtitle(c, NULL, &t);
     rp_buf_puts(&ch.body, "  set style fill solid 0.75 border rgb \"#333333\"\n  set boxwidth 0.6\n"
                           "  set yrange [0:*]\n  set xrange [-0.6:*]\n  set offsets 0, 0.6, graph 0.12, 0\n"
                           "  set xtics rotate by -25 left nomirror\n  set key off\n  set grid noxtics\n"
@@ -360,7 +364,7 @@ static int roofline_chart(rp_ctx_t *c) {
     }
     set_title(c, &ch.body, title);
     rp_buf_puts(&ch.body, "  set xlabel \"context depth (tokens)\"\n  set ylabel \"read bandwidth (GB/s)\"\n"
-                          "  set yrange [0:*]\n  set offsets graph 0.03, graph 0.03, graph 0.1, 0\n");
+                          "  set yrange [0:*]\n  set autoscale xfix\n  set offsets graph 0.04, graph 0.04, graph 0.1, 0\n");
     rp_buf_puts(&ch.body, plot.p);
     rp_buf_puts(&ch.body, "\n");
     rp_buf_free(&plot);

@@ -172,7 +172,7 @@ static int sustained_chart(rp_ctx_t *c, const rp_test_t *t) {
 
     rp_buf_t t2 = {0};
     rp_buf_printf(&t2, "%s\n", title);
-    rp_chart_subtitle(c, &t2);
+    rp_chart_subtitle(c, r, &t2);
     if (panels == 2) {
         rp_buf_puts(&ch.body, "  set multiplot layout 2,1 title ");
         rp_gp_quote(&ch.body, t2.p ? t2.p : title);
@@ -254,7 +254,7 @@ static int itl_chart(rp_ctx_t *c) {
     int series = 0, rc = TB_OK;
     double xmax = 0;
     rp_buf_puts(&ch.dat, "# itl_cdf.dat — decode inter-token latency; per series two blocks:\n"
-                         "#   CDF (itl_ms fraction_le) and percentile marks (itl_ms fraction label)\n");
+                         "#   CDF (itl_ms fraction_le) and percentile marks (itl_ms fraction point_type label)\n");
     for (int i = 0; i < c->set->n_runs && rc == TB_OK; i++) {
         const rp_run_t *r = &c->set->runs[i];
         xy_t itl = {0};
@@ -279,14 +279,17 @@ static int itl_chart(rp_ctx_t *c) {
         rp_buf_puts(&ch.dat, "\n\n");
         static const char *const pn[] = {"p50", "p90", "p99"};
         static const double pq[] = {0.5, 0.9, 0.99};
-        for (int k = 0; k < 3; k++) rp_buf_printf(&ch.dat, "%.6g %.3g \"%s %.2f ms\"\n", p[k], pq[k], pn[k], p[k]);
+        static const int pt[] = {7, 5, 9};   /* circle, square, triangle */
+        for (int k = 0; k < 3; k++)
+            rp_buf_printf(&ch.dat, "%.6g %.3g %d \"%s\"\n", p[k], pq[k], pt[k], pn[k]);
         rp_buf_puts(&ch.dat, "\n\n");
+        char lab[400];
+        snprintf(lab, sizeof lab, "%s: p50 %.2f, p90 %.2f, p99 %.2f ms", r->series, p[0], p[1], p[2]);
         rp_buf_printf(&plot, "%s\"itl_cdf.dat\" index %d using 1:2 with steps lt %d title ",
                       series ? ", \\\n       " : "  plot ", 2 * series, series + 1);
-        rp_gp_quote(&plot, r->series);
-        rp_buf_printf(&marks, ", \\\n       \"itl_cdf.dat\" index %d using 1:2 with points lt %d pt 7 ps 1.2 notitle"
-                              ", \\\n       \"\" index %d using 1:2:3 with labels left offset 1,-0.6 font \",9\" tc lt %d notitle",
-                      2 * series + 1, series + 1, 2 * series + 1, series + 1);
+        rp_gp_quote(&plot, lab);
+        rp_buf_printf(&marks, ", \\\n       \"itl_cdf.dat\" index %d using 1:2:3 with points lt %d pt variable ps 1.4 notitle",
+                      2 * series + 1, series + 1);
         series++;
         xy_free(&itl);
     }
@@ -299,7 +302,7 @@ static int itl_chart(rp_ctx_t *c) {
     }
     rp_buf_t t = {0};
     rp_buf_printf(&t, "%s\n", title);
-    rp_chart_subtitle(c, &t);
+    rp_chart_subtitle(c, NULL, &t);
     rp_buf_puts(&ch.body, "  set title ");
     rp_gp_quote(&ch.body, t.p ? t.p : title);
     rp_buf_free(&t);
@@ -308,7 +311,9 @@ static int itl_chart(rp_ctx_t *c) {
                             "  set xrange [0:%.6g]\n  set ytics 0.1\n", xmax > 0 ? xmax * 1.05 : 1);
     rp_buf_puts(&ch.body, plot.p);
     rp_buf_puts(&ch.body, marks.p);
-    rp_buf_puts(&ch.body, "\n");
+    rp_buf_puts(&ch.body, ", \\\n       keyentry with points pt 7 lc rgb \"black\" title \"p50\""
+                          ", keyentry with points pt 5 lc rgb \"black\" title \"p90\""
+                          ", keyentry with points pt 9 lc rgb \"black\" title \"p99\"\n");
     rp_buf_free(&plot); rp_buf_free(&marks);
     rc = rp_chart_emit(c, &ch);
     if (!rc) rp_doc_note(c->doc, "x axis ends at 1.5 × the largest p99 (the maximum gap is in the Latency table).");

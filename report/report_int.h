@@ -201,8 +201,9 @@ typedef struct rp_chart {
 
 int rp_chart_emit(rp_ctx_t *c, rp_chart_t *ch);
 void rp_chart_skip(rp_ctx_t *c, const char *title, const char *why);
-/* "model · host · build" line for chart titles (gnuplot-escaped). */
-void rp_chart_subtitle(rp_ctx_t *c, rp_buf_t *out);
+/* Chart title lines naming the model(s), host(s) and build(s) of the set
+ * (or of run `only`), lines separated by '\n'. */
+void rp_chart_subtitle(rp_ctx_t *c, const rp_run_t *only, rp_buf_t *out);
 /* Quote s as a gnuplot double-quoted string literal into out. */
 void rp_gp_quote(rp_buf_t *out, const char *s);
 
