@@ -1,6 +1,313 @@
-/* cmd_results.c — placeholder until implemented. */
+/*
+ * cmd_results.c — reading results back:
+ *   ternbench list   [--db PATH] [--last N]
+ *   ternbench show   RUN [--db PATH]            (RUN: id or uuid prefix)
+ *   ternbench export [--db PATH] [--format csv|json|md] [--run RUN]... [--all]
+ * export writes one row per measurement (repetition >= 0, and the -1
+ * summaries); --all adds the spread rows ("metric:stddev" ...).
+ */
 #include "commands.h"
+#include "store.h"
+#include "ternbench.h"
+
+#include <sqlite3.h>
 #include <stdio.h>
-int cmd_list(int argc, char **argv) { (void)argc; fprintf(stderr, "ternbench %s: not implemented yet\n", argv[0]); return 2; }
-int cmd_show(int argc, char **argv) { (void)argc; fprintf(stderr, "ternbench %s: not implemented yet\n", argv[0]); return 2; }
-int cmd_export(int argc, char **argv) { (void)argc; fprintf(stderr, "ternbench %s: not implemented yet\n", argv[0]); return 2; }
+#include <stdlib.h>
+#include <string.h>
+
+/* ===================================================================== */
+/* Shared                                                                 */
+/* ===================================================================== */
+
+static const char *db_default(void) {
+    const char *e = getenv("TB_DB");
+    return e && *e ? e : "results/ternbench.db";
+}
+
+/* Open the store (migrating and recovering like every opener). */
+static tb_store_t *open_store(const char *cmd, const char *db) {
+    tb_store_t *s;
+    if (tb_store_open(db, &s, NULL) != TB_OK) {
+        fprintf(stderr, "ternbench %s: %s\n", cmd, tb_last_error());
+        return NULL;
+    }
+    return s;
+}
+
+/* Prepare or report. */
+static sqlite3_stmt *prep(sqlite3 *db, const char *cmd, const char *sql) {
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) {
+        fprintf(stderr, "ternbench %s: %s\n", cmd, sqlite3_errmsg(db));
+        return NULL;
+    }
+    return st;
+}
+
+static const char *col(sqlite3_stmt *st, int i) {
+    const unsigned char *t = sqlite3_column_text(st, i);
+    return t ? (const char *)t : "";
+}
+
+/* Resolve RUN (numeric id or uuid prefix) to an id; -1 if none/ambiguous. */
+static int64_t find_run(sqlite3 *db, const char *cmd, const char *arg) {
+    sqlite3_stmt *st = prep(db, cmd, "SELECT id FROM runs WHERE CAST(id AS TEXT) = ?1 OR uuid LIKE ?1 || '%'");
+    if (!st) return -1;
+    int64_t id = -1;
+    int n = 0;
+    if (sqlite3_bind_text(st, 1, arg, -1, SQLITE_TRANSIENT) == SQLITE_OK)
+        while (sqlite3_step(st) == SQLITE_ROW) { id = sqlite3_column_int64(st, 0); n++; }
+    sqlite3_finalize(st);
+    if (n == 0) fprintf(stderr, "ternbench %s: no run matches \"%s\"\n", cmd, arg);
+    if (n > 1) fprintf(stderr, "ternbench %s: \"%s\" matches %d runs; give more of the uuid\n", cmd, arg, n);
+    return n == 1 ? id : -1;
+}
+
+/* ===================================================================== */
+/* list                                                                   */
+/* ===================================================================== */
+
+int cmd_list(int argc, char **argv) {
+    const char *db = db_default();
+    long last = 0;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--db") && i + 1 < argc) db = argv[++i];
+        else if (!strcmp(argv[i], "--last") && i + 1 < argc) last = strtol(argv[++i], NULL, 10);
+        else { fprintf(stderr, "usage: ternbench list [--db PATH] [--last N]\n"); return 2; }
+    }
+    tb_store_t *s = open_store("list", db);
+    if (!s) return 1;
+    sqlite3_stmt *st = prep(tb_store_db(s), "list",
+        "SELECT * FROM (SELECT r.id, substr(r.uuid, 1, 8), r.started_utc, r.status, sc.name,"
+        " COALESCE(m.name, m.arch, ''), COALESCE(m.main_type, ''), r.isa, r.threads,"
+        " (SELECT count(*) FROM tests t WHERE t.run_id = r.id),"
+        " COALESCE((SELECT group_concat(key || '=' || value, ',') FROM run_tags g WHERE g.run_id = r.id), '')"
+        " FROM runs r JOIN scenarios sc ON sc.id = r.scenario_id LEFT JOIN models m ON m.id = r.model_id"
+        " ORDER BY r.id DESC LIMIT ?) ORDER BY 1");
+    if (!st) { tb_store_close(s); return 1; }
+    sqlite3_bind_int64(st, 1, last > 0 ? last : -1);
+    printf("%-5s %-8s %-20s %-11s %-28s %-24s %-6s %-7s %5s  %s\n", "id", "uuid", "started (UTC)",
+           "status", "scenario", "model", "type", "isa", "tests", "tags");
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW)
+        printf("%-5s %-8s %-20s %-11s %-28s %-24s %-6s %-7s %5s  %s\n", col(st, 0), col(st, 1),
+               col(st, 2), col(st, 3), col(st, 4), col(st, 5), col(st, 6), col(st, 7), col(st, 9),
+               col(st, 10));
+    int ok = rc == SQLITE_DONE;
+    if (!ok) fprintf(stderr, "ternbench list: %s\n", sqlite3_errmsg(tb_store_db(s)));
+    sqlite3_finalize(st);
+    tb_store_close(s);
+    return ok ? 0 : 1;
+}
+
+/* ===================================================================== */
+/* show                                                                   */
+/* ===================================================================== */
+
+/* Print "name: value" for each column of the single row of sql(?1 = id). */
+static int show_row(sqlite3 *db, const char *title, const char *sql, int64_t id) {
+    sqlite3_stmt *st = prep(db, "show", sql);
+    if (!st) return -1;
+    sqlite3_bind_int64(st, 1, id);
+    int rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW) {
+        printf("%s\n", title);
+        for (int i = 0; i < sqlite3_column_count(st); i++)
+            if (sqlite3_column_type(st, i) != SQLITE_NULL)
+                printf("  %-22s %s\n", sqlite3_column_name(st, i), col(st, i));
+    }
+    sqlite3_finalize(st);
+    return rc == SQLITE_ROW || rc == SQLITE_DONE ? 0 : -1;
+}
+
+int cmd_show(int argc, char **argv) {
+    const char *db = db_default(), *run = NULL;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--db") && i + 1 < argc) db = argv[++i];
+        else if (argv[i][0] != '-' && !run) run = argv[i];
+        else { fprintf(stderr, "usage: ternbench show RUN [--db PATH]\n"); return 2; }
+    }
+    if (!run) { fprintf(stderr, "usage: ternbench show RUN [--db PATH]\n"); return 2; }
+    tb_store_t *s = open_store("show", db);
+    if (!s) return 1;
+    sqlite3 *d = tb_store_db(s);
+    int64_t id = find_run(d, "show", run);
+    if (id < 0) { tb_store_close(s); return 1; }
+    int bad = 0;
+    bad |= show_row(d, "run", "SELECT r.id, uuid, started_utc, ended_utc, status, pid, threads, isa, kv_type,"
+                    " bandwidth_gbps_before, bandwidth_gbps_after, record_tokens, error,"
+                    " (SELECT group_concat(key || '=' || value, ', ') FROM run_tags WHERE run_id = r.id) AS tags"
+                    " FROM runs r WHERE r.id = ?1", id);
+    bad |= show_row(d, "scenario", "SELECT s.name, s.source_path, s.hash FROM scenarios s JOIN runs r"
+                    " ON r.scenario_id = s.id WHERE r.id = ?1", id);
+    bad |= show_row(d, "model", "SELECT m.name, m.path, m.arch, m.main_type, m.weight_types, m.file_bytes,"
+                    " m.n_params, m.n_params_active, m.bytes_per_token, m.synth_preset, m.synth_seed,"
+                    " m.content_hash FROM models m JOIN runs r ON r.model_id = m.id WHERE r.id = ?1", id);
+    bad |= show_row(d, "host", "SELECT h.hostname, h.cpu_vendor, h.cpu_brand, h.cpu_family, h.cpu_model,"
+                    " h.cpu_stepping, h.cores, h.threads, h.l1d_kb, h.l2_kb, h.l3_kb, h.mem_bytes, h.os,"
+                    " h.kernel FROM hosts h JOIN runs r ON r.host_id = h.id WHERE r.id = ?1", id);
+    bad |= show_row(d, "build", "SELECT b.version, b.git_commit, b.git_dirty, b.compiler, b.cflags,"
+                    " b.build_type, b.isa_best FROM builds b JOIN runs r ON r.build_id = b.id WHERE r.id = ?1", id);
+
+    sqlite3_stmt *st = prep(d, "show",
+        "SELECT t.label, t.status, COALESCE(t.thermal_state, ''), m.metric, m.value, m.unit,"
+        " COALESCE((SELECT x.value FROM measurements x WHERE x.test_id = t.id AND x.repetition = -1"
+        "           AND x.metric = m.metric || ':stddev'), 0), COALESCE(t.error, '')"
+        " FROM tests t LEFT JOIN measurements m ON m.test_id = t.id AND m.repetition = -1"
+        "   AND instr(m.metric, ':') = 0"
+        " WHERE t.run_id = ?1 ORDER BY t.id, m.metric");
+    if (st) {
+        sqlite3_bind_int64(st, 1, id);
+        printf("tests (headline statistic over repetitions ± stddev)\n");
+        char last[128] = "";
+        while (sqlite3_step(st) == SQLITE_ROW) {
+            if (strcmp(last, col(st, 0)) != 0) {
+                snprintf(last, sizeof last, "%s", col(st, 0));
+                printf("  %s  [%s, thermal %s]%s%s\n", last, col(st, 1), col(st, 2),
+                       *col(st, 7) ? "  error: " : "", col(st, 7));
+            }
+            if (sqlite3_column_type(st, 3) != SQLITE_NULL)
+                printf("    %-26s %14.4f ± %-10.4f %s\n", col(st, 3), sqlite3_column_double(st, 4),
+                       sqlite3_column_double(st, 6), col(st, 5));
+        }
+        sqlite3_finalize(st);
+    } else bad = 1;
+    st = prep(d, "show", "SELECT sensor, reason FROM sensor_absent WHERE run_id = ?1 ORDER BY sensor");
+    if (st) {
+        sqlite3_bind_int64(st, 1, id);
+        int first = 1;
+        while (sqlite3_step(st) == SQLITE_ROW) {
+            if (first) printf("sensors absent\n");
+            first = 0;
+            printf("  %-22s %s\n", col(st, 0), col(st, 1));
+        }
+        sqlite3_finalize(st);
+    }
+    tb_store_close(s);
+    return bad ? 1 : 0;
+}
+
+/* ===================================================================== */
+/* export                                                                 */
+/* ===================================================================== */
+
+static void csv_field(const char *s) {
+    if (!strpbrk(s, ",\"\n\r")) { fputs(s, stdout); return; }
+    putchar('"');
+    for (; *s; s++) {
+        if (*s == '"') putchar('"');
+        putchar(*s);
+    }
+    putchar('"');
+}
+
+static void json_str(const char *s) {
+    putchar('"');
+    for (; *s; s++) {
+        unsigned char ch = (unsigned char)*s;
+        if (ch == '"' || ch == '\\') printf("\\%c", ch);
+        else if (ch == '\n') fputs("\\n", stdout);
+        else if (ch < 0x20) printf("\\u%04x", ch);
+        else putchar(ch);
+    }
+    putchar('"');
+}
+
+int cmd_export(int argc, char **argv) {
+    const char *db = db_default(), *format = "csv";
+    const char **runs = calloc((size_t)argc, sizeof *runs);
+    int n_runs = 0, all = 0;
+    if (!runs) return 1;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--db") && i + 1 < argc) db = argv[++i];
+        else if (!strcmp(argv[i], "--format") && i + 1 < argc) format = argv[++i];
+        else if (!strcmp(argv[i], "--run") && i + 1 < argc) runs[n_runs++] = argv[++i];
+        else if (!strcmp(argv[i], "--all")) all = 1;
+        else {
+            fprintf(stderr, "usage: ternbench export [--db PATH] [--format csv|json|md] [--run RUN]... [--all]\n");
+            free(runs);
+            return 2;
+        }
+    }
+    int fmt = !strcmp(format, "csv") ? 0 : !strcmp(format, "json") ? 1 : !strcmp(format, "md") ? 2 : -1;
+    if (fmt < 0) {
+        fprintf(stderr, "ternbench export: --format %s: expected csv, json or md\n", format);
+        free(runs);
+        return 2;
+    }
+    tb_store_t *s = open_store("export", db);
+    if (!s) { free(runs); return 1; }
+    sqlite3 *d = tb_store_db(s);
+    /* the selected run ids go into a temp table so one query serves all cases */
+    int status = 0;
+    if (sqlite3_exec(d, "CREATE TEMP TABLE sel (id INTEGER PRIMARY KEY)", NULL, NULL, NULL) != SQLITE_OK) {
+        fprintf(stderr, "ternbench export: %s\n", sqlite3_errmsg(d));
+        status = 1;
+        goto out;
+    }
+    for (int i = 0; i < n_runs; i++) {
+        int64_t id = find_run(d, "export", runs[i]);
+        if (id < 0) { status = 1; goto out; }
+        char sql[96];
+        snprintf(sql, sizeof sql, "INSERT OR IGNORE INTO sel VALUES (%lld)", (long long)id);
+        if (sqlite3_exec(d, sql, NULL, NULL, NULL) != SQLITE_OK) { status = 1; goto out; }
+    }
+    static const char *const cols[] = {"run_id", "run_uuid", "run_status", "scenario", "model",
+                                       "model_type", "isa", "threads", "test_id", "section", "kind",
+                                       "label", "thermal_state", "repetition", "metric", "value", "unit"};
+    enum { NCOL = sizeof cols / sizeof cols[0] };
+    sqlite3_stmt *st = prep(d, "export",
+        "SELECT r.id, r.uuid, r.status, sc.name, COALESCE(md.name, ''), COALESCE(md.main_type, ''),"
+        " r.isa, r.threads, t.id, t.section, t.kind, t.label, COALESCE(t.thermal_state, ''),"
+        " m.repetition, m.metric, m.value, m.unit"
+        " FROM measurements m JOIN tests t ON t.id = m.test_id JOIN runs r ON r.id = t.run_id"
+        " JOIN scenarios sc ON sc.id = r.scenario_id LEFT JOIN models md ON md.id = r.model_id"
+        " WHERE (?1 = 0 OR r.id IN (SELECT id FROM sel)) AND (?2 = 1 OR instr(m.metric, ':') = 0)"
+        " ORDER BY r.id, t.id, m.repetition, m.metric");
+    if (!st) { status = 1; goto out; }
+    sqlite3_bind_int(st, 1, n_runs > 0);
+    sqlite3_bind_int(st, 2, all);
+    if (fmt == 0) {
+        for (int i = 0; i < NCOL; i++) printf("%s%s", i ? "," : "", cols[i]);
+        putchar('\n');
+    } else if (fmt == 1) {
+        printf("[");
+    } else {
+        printf("| run | label | thermal | rep | metric | value | unit |\n|---|---|---|---:|---|---:|---|\n");
+    }
+    int rc, n = 0;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        if (fmt == 0) {
+            for (int i = 0; i < NCOL; i++) {
+                if (i) putchar(',');
+                if (i == 15) printf("%.17g", sqlite3_column_double(st, i));
+                else csv_field(col(st, i));
+            }
+            putchar('\n');
+        } else if (fmt == 1) {
+            printf("%s\n  {", n ? "," : "");
+            for (int i = 0; i < NCOL; i++) {
+                printf("%s\"%s\": ", i ? ", " : "", cols[i]);
+                int ty = sqlite3_column_type(st, i);
+                if (i == 15) printf("%.17g", sqlite3_column_double(st, i));
+                else if (ty == SQLITE_INTEGER) printf("%lld", (long long)sqlite3_column_int64(st, i));
+                else json_str(col(st, i));
+            }
+            putchar('}');
+        } else {
+            printf("| %s | %s | %s | %s | %s | %.4f | %s |\n", col(st, 1), col(st, 11), col(st, 12),
+                   col(st, 13), col(st, 14), sqlite3_column_double(st, 15), col(st, 16));
+        }
+        n++;
+    }
+    if (fmt == 1) printf("%s]\n", n ? "\n" : "");
+    if (rc != SQLITE_DONE) {
+        fprintf(stderr, "ternbench export: %s\n", sqlite3_errmsg(d));
+        status = 1;
+    }
+    sqlite3_finalize(st);
+out:
+    tb_store_close(s);
+    free(runs);
+    return status;
+}

@@ -99,17 +99,20 @@ int cmd_run(int argc, char **argv) {
     sigaction(SIGTERM, &sa, NULL);
 
     for (int i = 0; i < n_plans && !stop_flag; i++) {
-        tb_run_opts_t o = {.quiet = quiet, .n_tags = n_tags, .tag_keys = keys, .tag_values = vals,
-                           .stop = &stop_flag, .summary = stdout};
-        tb_run_result_t res;
-        if (tb_runner_run(&plans[i], store, &o, &res) != TB_OK) {
-            fprintf(stderr, "ternbench run: %s: %s\n", plans[i].path, tb_last_error());
-            status = status ? status : 1;
-            continue;
+        for (int v = 0; v < tb_plan_n_variants(&plans[i]) && !stop_flag; v++) {
+            tb_run_opts_t o = {.quiet = quiet, .n_tags = n_tags, .tag_keys = keys,
+                               .tag_values = vals, .stop = &stop_flag, .summary = stdout,
+                               .variant = v};
+            tb_run_result_t res;
+            if (tb_runner_run(&plans[i], store, &o, &res) != TB_OK) {
+                fprintf(stderr, "ternbench run: %s: %s\n", plans[i].path, tb_last_error());
+                status = status ? status : 1;
+                continue;
+            }
+            fflush(stdout);
+            if (res.interrupted) status = 130;
+            else if (res.n_failed && status == 0) status = 1;
         }
-        fflush(stdout);
-        if (res.interrupted) status = 130;
-        else if (res.n_failed && status == 0) status = 1;
     }
     if (stop_flag) {
         if (!quiet) fprintf(stderr, "ternbench run: interrupted; completed repetitions are kept in %s\n", db);

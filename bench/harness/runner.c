@@ -60,14 +60,16 @@ static void synth_progress(void *ud, uint64_t done, uint64_t total) {
     fflush(stderr);
 }
 
-int tb_runner_model_path(const tb_plan_t *plan, char **path, int quiet) {
+int tb_runner_model_path(const tb_plan_t *plan, int variant, char **path, int quiet) {
     *path = NULL;
     if (plan->model_path) {
         *path = strdup(plan->model_path);
         return *path ? TB_OK : tb_err(TB_ERR_NOMEM, "out of memory");
     }
     const tb_section_t *m = &plan->model;
-    const char *preset = m->v[K_MODEL_SYNTH].s, *type = m->v[K_MODEL_TYPE].s;
+    const char *preset = m->v[K_MODEL_SYNTH].s;
+    char type[32];
+    tb_plan_variant_type(plan, variant, type, sizeof type);
     const char *vocab = m->v[K_MODEL_VOCAB_FROM].s;
     char dir[2048], vtag[32] = "", vpath[2048] = "";
     cache_dir(plan, dir, sizeof dir);
@@ -451,7 +453,7 @@ int tb_runner_run(const tb_plan_t *plan, tb_store_t *store, const tb_run_opts_t 
     run_ctx_t c = {.plan = plan, .opts = opts, .store = store, .run_id = -1};
     const tb_section_t *en = &plan->engine, *pr = &plan->protocol;
     char *mpath = NULL;
-    int rc = tb_runner_model_path(plan, &mpath, opts->quiet);
+    int rc = tb_runner_model_path(plan, opts->variant, &mpath, opts->quiet);
     if (rc) return rc;
 
     /* engine configuration: ISA cap before any session exists */

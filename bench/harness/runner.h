@@ -29,6 +29,7 @@ typedef struct tb_run_opts {
     const char *const *tag_values;
     volatile sig_atomic_t *stop;   /* required */
     FILE *summary;                 /* markdown summary at the end (NULL: none) */
+    int variant;                   /* which [model] type entry (tb_plan_n_variants) */
 } tb_run_opts_t;
 
 typedef struct tb_run_result {
@@ -41,7 +42,7 @@ typedef struct tb_run_result {
 
 /* Resolve the plan's model file: [model] path, or the cached synthesized
  * model (created atomically on first use). *path is allocated. */
-int tb_runner_model_path(const tb_plan_t *plan, char **path, int quiet);
+int tb_runner_model_path(const tb_plan_t *plan, int variant, char **path, int quiet);
 
 /* Run the plan. Returns TB_OK when the run was recorded (see res->status
  * for failures of individual tests and interruption), or a negative status

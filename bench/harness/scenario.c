@@ -428,6 +428,56 @@ static int read_file(const char *path, char **out, size_t *len) {
     return 0;
 }
 
+/* Validate and canonicalize [model] type: a comma-separated list of
+ * "default" or supported type names, rewritten lower-case as "a, b". */
+static int canon_types(parse_ctx_t *c, tb_value_t *v) {
+    char out[512] = "", item[64];
+    size_t n = 0;
+    int count = 0;
+    for (const char *p = v->s; ; ) {
+        size_t len = strcspn(p, ",");
+        const char *b = p, *e = p + len;
+        while (b < e && isspace((unsigned char)*b)) b++;
+        while (e > b && isspace((unsigned char)e[-1])) e--;
+        snprintf(item, sizeof item, "%.*s", (int)(e - b), b);
+        tb_type_t t;
+        if (strcasecmp(item, "default") != 0 &&
+            (tb_type_from_name(item, &t) != TB_OK || !tb_type_supported((uint32_t)t))) {
+            perr(c, v->line, "[model] type: unknown weight type \"%s\": expected default, tq2_0, "
+                 "tq1_0, q4_0, q4_k, q6_k, q8_0, f16, bf16 or f32 (comma-separated)", item);
+            return -1;
+        }
+        const char *name = strcasecmp(item, "default") ? tb_type_name(t) : "default";
+        n += (size_t)snprintf(out + n, n < sizeof out ? sizeof out - n : 0, "%s%s",
+                              count++ ? ", " : "", name);
+        if (!p[len]) break;
+        p += len + 1;
+    }
+    char *dup = strdup(out);
+    if (!dup) { perr(c, 0, "out of memory"); return -1; }
+    free(v->s);
+    v->s = dup;
+    return 0;
+}
+
+/* Number of entries of [model] type (runs of the plan), and entry i. */
+int tb_plan_n_variants(const tb_plan_t *p) {
+    int n = 1;
+    for (const char *s = p->model.v[K_MODEL_TYPE].s; s && *s; s++) n += *s == ',';
+    return n;
+}
+
+void tb_plan_variant_type(const tb_plan_t *p, int i, char *buf, size_t cap) {
+    const char *s = p->model.v[K_MODEL_TYPE].s;
+    for (; i > 0 && s; i--) {
+        s = strchr(s, ',');
+        if (s) s++;
+    }
+    if (!s) s = "default";
+    while (*s == ' ') s++;
+    snprintf(buf, cap, "%.*s", (int)strcspn(s, ","), s);
+}
+
 /* Check cross-key rules and that every file the scenario names is readable. */
 static void validate(parse_ctx_t *c) {
     tb_plan_t *p = c->plan;
@@ -473,6 +523,7 @@ static void validate(parse_ctx_t *c) {
                  "one of %s", synth, names);
             return;
         }
+        if (canon_types(c, &m->v[K_MODEL_TYPE]) != 0) return;
         const char *vf = m->v[K_MODEL_VOCAB_FROM].s;
         if (*vf) {
             char *r = resolve_path(p, vf);

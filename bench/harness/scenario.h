@@ -122,6 +122,11 @@ int  tb_plan_load(const char *path, tb_plan_t *plan);
 int  tb_plan_parse(const char *path, const char *text, size_t len, tb_plan_t *plan);
 void tb_plan_free(tb_plan_t *plan);
 
+/* [model] type may list several weight types: the plan runs once per
+ * entry ("variant"); a plan with path = has one variant. */
+int  tb_plan_n_variants(const tb_plan_t *plan);
+void tb_plan_variant_type(const tb_plan_t *plan, int i, char *buf, size_t cap);
+
 /* Section accessors. */
 static inline int64_t tb_plan_int(const tb_section_t *s, tb_key_t k) { return s->v[k].i; }
 static inline double tb_plan_float(const tb_section_t *s, tb_key_t k) { return s->v[k].f; }

@@ -23,9 +23,10 @@ const tb_key_def_t tb_scenario_keys[K_COUNT] = {
         "GGUF model file (relative to the scenario file). Exactly one of path and synth."},
     [K_MODEL_SYNTH] = {TB_SEC_MODEL, "synth", TB_KT_STRING, TB_UNIT_NONE, "", 0, 0, NULL,
         "Preset (maple-preview, maple-tiny, llama-tiny, moe-tiny, llama-1b, ...): synthesize this preset once into the model cache and reuse it afterwards."},
-    [K_MODEL_TYPE] = {TB_SEC_MODEL, "type", TB_KT_ENUM, TB_UNIT_NONE, "default", 0, 0,
-        "default|tq2_0|tq1_0|q4_0|q4_k|q6_k|q8_0|f16|bf16|f32",
-        "synth: projection/expert weight type (default: the preset's own)."},
+    [K_MODEL_TYPE] = {TB_SEC_MODEL, "type", TB_KT_STRING, TB_UNIT_NONE, "default", 0, 0, NULL,
+        "synth: projection/expert weight type: default (the preset's own), tq2_0, tq1_0, q4_0, "
+        "q4_k, q8_0, f16, ... A comma-separated list runs the scenario once per type "
+        "(one run each)."},
     [K_MODEL_SEED] = {TB_SEC_MODEL, "seed", TB_KT_INT, TB_UNIT_NONE, "1", 0, 4294967295.0, NULL,
         "synth: seed of the synthetic weights."},
     [K_MODEL_VOCAB_FROM] = {TB_SEC_MODEL, "vocab_from", TB_KT_PATH, TB_UNIT_NONE, "", 0, 0, NULL,
