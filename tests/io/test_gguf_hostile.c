@@ -342,7 +342,8 @@ static void walk(const tb_gguf_t *g) {
 }
 
 /* Flip 1..4 random bytes (mostly in the header region) of a file that ends
- * on a page boundary, so a read past the end would fault. */
+ * on a page boundary, so a read past the end would fault. 3000 iterations
+ * (TB_FUZZ_ITERS and TB_FUZZ_SEED override, for longer local runs). */
 static void test_fuzz_byte_flips(void **state) {
     (void)state;
     bb_t b;
@@ -353,8 +354,11 @@ static void test_fuzz_byte_flips(void **state) {
     assert_non_null(buf);
     char *p = fx_write(g_dir, "fuzz.gguf", b.p, b.n);
     uint64_t s = 20240601;
-    int n_ok = 0, n_fail = 0;
-    for (int it = 0; it < 3000; it++) {
+    int n_ok = 0, n_fail = 0, iters = 3000;
+    const char *env = getenv("TB_FUZZ_ITERS");   /* longer local runs */
+    if (env && atoi(env) > 0) iters = atoi(env);
+    if (getenv("TB_FUZZ_SEED")) s = strtoull(getenv("TB_FUZZ_SEED"), NULL, 10);
+    for (int it = 0; it < iters; it++) {
         memcpy(buf, b.p, b.n);
         int flips = 1 + (int)(rng_next(&s) % 4);
         for (int f = 0; f < flips; f++) {
