@@ -34,6 +34,7 @@
 /* ===================================================================== */
 
 typedef struct kv_entry {
+    uint64_t at;       /* file offset of the record (for messages)        */
     uint64_t key;      /* offset of the NUL-terminated key in g->names    */
     uint32_t type;     /* tb_gguf_vtype_t                                */
     uint64_t off;      /* file offset of the value                        */
@@ -63,6 +64,7 @@ struct tb_gguf {
 
     int64_t n_kv;
     kv_entry_t *kvs;       /* (n_kv)           */
+    uint64_t cap_kvs;
     arr_desc_t *arrs;      /* (n_arrs)         */
     uint64_t n_arrs, cap_arrs;
     uint64_t *stroffs;     /* (n_stroffs)      */
@@ -72,7 +74,9 @@ struct tb_gguf {
 
     int64_t n_tensors;
     tb_gguf_tensor_t *tensors;  /* (n_tensors) */
-    uint64_t *tensor_name_off;  /* (n_tensors) offsets into names until fixed up */
+    uint64_t *tensor_name_off;  /* (n_tensors) offsets into names               */
+    uint64_t *tensor_at;        /* (n_tensors) file offset of each tensor info  */
+    uint64_t cap_tensors, cap_tensor_name_off, cap_tensor_at;
     name_index_t kv_index, tensor_index;
 };
 
@@ -119,6 +123,8 @@ static uint64_t index_slot(const name_index_t *ix, const char *name,
 /* Names live in g->names, which grows while parsing: address them by offset. */
 static const char *kv_name(const tb_gguf_t *g, int64_t i) { return g->names + g->kvs[i].key; }
 static const char *tensor_name(const tb_gguf_t *g, int64_t i) { return g->names + g->tensor_name_off[i]; }
+static uint64_t kv_at(const tb_gguf_t *g, int64_t i) { return g->kvs[i].at; }
+static uint64_t tensor_at(const tb_gguf_t *g, int64_t i) { return g->tensor_at[i]; }
 
 /* ===================================================================== */
 /* Value types                                                            */
@@ -281,14 +287,10 @@ static int parse_kv(tb_gguf_t *g, cursor_t *c, int64_t i) {
     int rc = rd_str(c, "key", &off, &len);
     if (!rc) rc = add_name(g, c, at, off, len, "key", &name);
     if (rc) return rc;
+    kv->at = at;
     kv->key = name;
     kv->arr = -1;
-
     const char *key = g->names + name;
-    uint64_t slot = index_slot(&g->kv_index, key, kv_name, g);
-    if (g->kv_index.slots[slot] >= 0)
-        return FMT_ERR(c, at, "duplicate key '%s' (expected each key once)", key);
-    g->kv_index.slots[slot] = i;
 
     uint64_t tat = c->pos;
     rc = rd_u32(c, "value type", &kv->type);
@@ -350,19 +352,14 @@ static void decode(const tb_gguf_t *g, uint32_t type, uint64_t off, int64_t arr,
 /* ===================================================================== */
 
 /* Parse tensor info i at the cursor (shape, type; offsets checked later). */
-static int parse_tensor(tb_gguf_t *g, cursor_t *c, int64_t i, uint64_t *info_at) {
+static int parse_tensor(tb_gguf_t *g, cursor_t *c, int64_t i) {
     uint64_t at = c->pos, off, len, name;
-    *info_at = at;
+    g->tensor_at[i] = at;
     int rc = rd_str(c, "tensor name", &off, &len);
     if (!rc) rc = add_name(g, c, at, off, len, "tensor name", &name);
     if (rc) return rc;
     g->tensor_name_off[i] = name;
     const char *tname = g->names + name;
-
-    uint64_t slot = index_slot(&g->tensor_index, tname, tensor_name, g);
-    if (g->tensor_index.slots[slot] >= 0)
-        return FMT_ERR(c, at, "duplicate tensor name '%s' (expected each name once)", tname);
-    g->tensor_index.slots[slot] = i;
 
     tb_gguf_tensor_t *t = &g->tensors[i];
     uint32_t n_dims, type;
@@ -415,7 +412,8 @@ static int span_cmp(const void *a, const void *b) {
 }
 
 /* Check tensor offsets: aligned, inside the file, not overlapping. */
-static int check_offsets(tb_gguf_t *g, const cursor_t *c, const uint64_t *info_at) {
+static int check_offsets(tb_gguf_t *g, const cursor_t *c) {
+    const uint64_t *info_at = g->tensor_at;
     if (g->n_tensors == 0) return TB_OK;
     if (g->data_off > g->size)
         return FMT_ERR(c, g->size, "the data section should start at 0x%" PRIx64
@@ -446,6 +444,22 @@ static int check_offsets(tb_gguf_t *g, const cursor_t *c, const uint64_t *info_a
                              g->names + g->tensor_name_off[sp[k - 1].i], sp[k - 1].off, sp[k - 1].end);
     }
     free(sp);
+    return rc;
+}
+
+/* Index the n names of a table (name_of/at_of give entry i's name and
+ * record offset); a repeated name is a format error at its second record. */
+static int build_index(tb_gguf_t *g, const cursor_t *c, name_index_t *ix, int64_t n,
+                       const char *(*name_of)(const tb_gguf_t *, int64_t),
+                       uint64_t (*at_of)(const tb_gguf_t *, int64_t), const char *what) {
+    int rc = index_init(ix, n);
+    for (int64_t i = 0; i < n && !rc; i++) {
+        uint64_t slot = index_slot(ix, name_of(g, i), name_of, g);
+        if (ix->slots[slot] >= 0)
+            return FMT_ERR(c, at_of(g, i), "duplicate %s '%s' (first at offset 0x%" PRIx64 "; expected each once)",
+                           what, name_of(g, i), at_of(g, ix->slots[slot]));
+        ix->slots[slot] = i;
+    }
     return rc;
 }
 
@@ -499,25 +513,25 @@ static int parse(tb_gguf_t *g) {
     g->n_kv = (int64_t)n_kv;
     g->n_tensors = (int64_t)n_tensors;
 
-    g->kvs = calloc(n_kv ? n_kv : 1, sizeof *g->kvs);
-    g->tensors = calloc(n_tensors ? n_tensors : 1, sizeof *g->tensors);
-    g->tensor_name_off = calloc(n_tensors ? n_tensors : 1, sizeof *g->tensor_name_off);
-    uint64_t *info_at = calloc(n_tensors ? n_tensors : 1, sizeof *info_at);
-    if (!g->kvs || !g->tensors || !g->tensor_name_off || !info_at) {
-        free(info_at);
-        return tb_err(TB_ERR_NOMEM, "%s: out of memory for %" PRIu64 " keys and %" PRIu64 " tensors",
-                      g->path, n_kv, n_tensors);
+    /* tables grow with what is actually parsed, not with the claimed counts */
+    for (int64_t i = 0; i < g->n_kv && !rc; i++) {
+        rc = vec_reserve((void **)&g->kvs, &g->cap_kvs, (uint64_t)i + 1, sizeof *g->kvs);
+        if (!rc) rc = parse_kv(g, &c, i);
     }
-    rc = index_init(&g->kv_index, g->n_kv);
-    if (!rc) rc = index_init(&g->tensor_index, g->n_tensors);
-    for (int64_t i = 0; i < g->n_kv && !rc; i++) rc = parse_kv(g, &c, i);
+    if (!rc) rc = build_index(g, &c, &g->kv_index, g->n_kv, kv_name, kv_at, "key");
     if (!rc) rc = read_alignment(g, &c);
-    for (int64_t i = 0; i < g->n_tensors && !rc; i++) rc = parse_tensor(g, &c, i, &info_at[i]);
+    for (int64_t i = 0; i < g->n_tensors && !rc; i++) {
+        uint64_t n = (uint64_t)i + 1;
+        rc = vec_reserve((void **)&g->tensors, &g->cap_tensors, n, sizeof *g->tensors);
+        if (!rc) rc = vec_reserve((void **)&g->tensor_name_off, &g->cap_tensor_name_off, n, sizeof(uint64_t));
+        if (!rc) rc = vec_reserve((void **)&g->tensor_at, &g->cap_tensor_at, n, sizeof(uint64_t));
+        if (!rc) rc = parse_tensor(g, &c, i);
+    }
+    if (!rc) rc = build_index(g, &c, &g->tensor_index, g->n_tensors, tensor_name, tensor_at, "tensor name");
     if (!rc) {
         g->data_off = tb_gguf_align_up(c.pos, g->alignment);
-        rc = check_offsets(g, &c, info_at);
+        rc = check_offsets(g, &c);
     }
-    free(info_at);
     if (rc) return rc;
 
     for (int64_t i = 0; i < g->n_tensors; i++) {
@@ -576,6 +590,7 @@ void tb_gguf_close(tb_gguf_t *g) {
     free(g->names);
     free(g->tensors);
     free(g->tensor_name_off);
+    free(g->tensor_at);
     free(g->kv_index.slots);
     free(g->tensor_index.slots);
     free(g->path);
