@@ -90,16 +90,18 @@ float tb_search_scale_min(int n, int nmax, const float *x, const float *w,
 /* Symmetric: one signed scale                                            */
 /* ===================================================================== */
 
-/* Codes of x on grid iscale clamped to -nmax..nmax-1 (biased by nmax into L),
- * with the sums of the least-squares fit (weights x^2). */
+/* Codes of x on grid iscale clamped to -nmax..nmax-1 (biased by nmax into L
+ * when L is not NULL), with the sums of the least-squares fit (weights x^2).
+ * The sums are in double: candidates are ranked by sumlx^2 / suml2, whose
+ * difference from sum w x^2 (the residual) is a small fraction of it. */
 static void codes_sym(int n, int nmax, const float *x, float iscale, uint8_t *L,
-                      float *sumlx, float *suml2) {
-    float slx = 0.0f, sl2 = 0.0f;
+                      double *sumlx, double *suml2) {
+    double slx = 0, sl2 = 0;
     for (int i = 0; i < n; i++) {
         int l = tb_nearest_int(iscale * x[i]);
         l = l < -nmax ? -nmax : l > nmax - 1 ? nmax - 1 : l;
         if (L) L[i] = (uint8_t)(l + nmax);
-        float w = x[i] * x[i];
+        const double w = (double)x[i] * x[i];
         slx += w * x[i] * l;
         sl2 += w * l * l;
     }
@@ -116,19 +118,19 @@ float tb_search_scale_sym(int n, int nmax, const float *x, uint8_t *L) {
         memset(L, 0, (size_t)n);
         return 0.0f;
     }
-    float sumlx, suml2;
+    double sumlx, suml2;
     codes_sym(n, nmax, x, -nmax / max, L, &sumlx, &suml2);
-    float scale = suml2 > 0.0f ? sumlx / suml2 : 0.0f;
-    float best = scale * sumlx;   /* = sumlx^2 / suml2: the error reduction */
+    double scale = suml2 > 0 ? sumlx / suml2 : 0;
+    double best = scale * sumlx;   /* = sumlx^2 / suml2: the error reduction */
     for (int k = -9; k <= 9; k++) {
         if (k == 0) continue;
-        float iscale = -(nmax + 0.1f * k) / max;
+        const float iscale = -(nmax + 0.1f * k) / max;
         codes_sym(n, nmax, x, iscale, NULL, &sumlx, &suml2);
-        if (suml2 > 0.0f && sumlx * sumlx > best * suml2) {
+        if (suml2 > 0 && sumlx * sumlx > best * suml2) {
             codes_sym(n, nmax, x, iscale, L, &sumlx, &suml2);
             scale = sumlx / suml2;
             best = scale * sumlx;
         }
     }
-    return scale;
+    return (float)scale;
 }
