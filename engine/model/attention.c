@@ -11,7 +11,7 @@
  * the token arrives in a prefill chunk or alone, so prefill == decode.
  */
 #include "model/session.h"
-#include "quant/quant.h"
+#include "kernels/kernels.h"
 
 #include <math.h>
 #include <string.h>
@@ -41,25 +41,55 @@ static const uint8_t *kv_row(const att_ctx *c, const void *cache, const void *st
     return (const uint8_t *)cache + (size_t)(j % c->kv->cap) * row;
 }
 
-static float dot_kv(const float *q, const uint8_t *k, int n, bool f16) {
-    float sum = 0.0f;
-    if (f16) {
-        const tb_fp16_t *kh = (const tb_fp16_t *)k;
-        for (int i = 0; i < n; i++) sum += q[i] * tb_fp16_to_fp32(kh[i]);
-    } else {
-        const float *kf = (const float *)k;
-        for (int i = 0; i < n; i++) sum += q[i] * kf[i];
-    }
-    return sum;
+/* f16 bits -> f32, inline: move exponent/mantissa into f32 position and
+ * rescale by 2^112 (covers normals and subnormals); Inf/NaN kept. */
+static inline float h2f(uint16_t h) {
+    const uint32_t em = (uint32_t)(h & 0x7fffu);
+    uint32_t bits = em << 13;
+    float f;
+    memcpy(&f, &bits, 4);
+    f *= 0x1p112f;
+    memcpy(&bits, &f, 4);
+    if (em >= 0x7c00u) bits = 0x7f800000u | (em << 13);
+    bits |= (uint32_t)(h & 0x8000u) << 16;
+    memcpy(&f, &bits, 4);
+    return f;
 }
 
 static void axpy_kv(float *y, float a, const uint8_t *v, int n, bool f16) {
     if (f16) {
         const tb_fp16_t *vh = (const tb_fp16_t *)v;
-        for (int i = 0; i < n; i++) y[i] += a * tb_fp16_to_fp32(vh[i]);
+        for (int i = 0; i < n; i++) y[i] += a * h2f(vh[i]);
     } else {
         const float *vf = (const float *)v;
         for (int i = 0; i < n; i++) y[i] += a * vf[i];
+    }
+}
+
+/* sc[j - j0] = K_j[kvh] · q for j in [j0, j1], by the kernel table's
+ * F16/F32 matvec over contiguous runs of rows (staging, or the ring
+ * before and after its wrap point). Each score is one kernel row, so its
+ * value does not depend on how the window is split into runs. */
+static void scores(const att_ctx *c, const float *q, int kvh, int32_t j0, int32_t j1, float *sc) {
+    const tb_session_t *s = c->s;
+    const tb_model_info_t *in = &s->m->info;
+    const int hd = in->head_dim;
+    const size_t row = (size_t)in->n_head_kv * (size_t)hd * s->kv_elem;
+    const size_t off = (size_t)kvh * (size_t)hd * s->kv_elem;
+    const tb_matvec_fn mv = tb_kernels()->t[s->p.kv_type].matvec;
+    for (int32_t j = j0; j <= j1;) {
+        const uint8_t *base;
+        int32_t len;
+        if (j >= c->pos0) {
+            base = (const uint8_t *)s->k_stage + (size_t)(j - c->pos0) * row;
+            len = j1 - j + 1;
+        } else {
+            const int32_t slot = j % c->kv->cap;
+            base = (const uint8_t *)c->kv->k + (size_t)slot * row;
+            len = TB_MIN(TB_MIN(c->pos0, j1 + 1) - j, c->kv->cap - slot);
+        }
+        mv(base + off, row, q, sc + (j - j0), 0, len, hd);
+        j += len;
     }
 }
 
@@ -112,8 +142,8 @@ static void attend_worker(void *arg, int ith, int nth) {
         const float *q = s->q + ((int64_t)t * n_head + h) * hd;     /* (head_dim) */
         float *o = s->att + ((int64_t)t * n_head + h) * hd;         /* (head_dim) */
         const size_t off = (size_t)kvh * (size_t)hd * s->kv_elem;
-        for (int32_t j = j0; j <= p; j++)
-            sc[j - j0] = dot_kv(q, kv_row(c, c->kv->k, s->k_stage, j) + off, hd, f16) * scale;
+        scores(c, q, kvh, j0, p, sc);
+        for (int32_t j = j0; j <= p; j++) sc[j - j0] *= scale;
         tb_op_softmax(sc, p - j0 + 1);
         memset(o, 0, (size_t)hd * sizeof *o);
         for (int32_t j = j0; j <= p; j++)
