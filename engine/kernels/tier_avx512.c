@@ -9,20 +9,20 @@
 
 #define DOT_Q8_0(nt, n, s, w, a) dot_q_0(nt, n, s, w, a, false, false)
 #define DOT_Q4_0(nt, n, s, w, a) dot_q_0(nt, n, s, w, a, true, false)
-#define DOT_TQ2_0(nt, n, s, w, a) dot_tq2_0(nt, n, s, w, a, false)
+#define DOT_TQ2_0(nr, nt, n, s, w, a) dot_tq2_0_rt(nr, nt, n, s, w, a, false)
 #define DOT_TQ1_0(nt, n, s, w, a) dot_tq1_0(nt, n, s, w, a, false)
 #define DOT_Q8_0_VNNI(nt, n, s, w, a) dot_q_0(nt, n, s, w, a, false, true)
 #define DOT_Q4_0_VNNI(nt, n, s, w, a) dot_q_0(nt, n, s, w, a, true, true)
-#define DOT_TQ2_0_VNNI(nt, n, s, w, a) dot_tq2_0(nt, n, s, w, a, true)
+#define DOT_TQ2_0_VNNI(nr, nt, n, s, w, a) dot_tq2_0_rt(nr, nt, n, s, w, a, true)
 #define DOT_TQ1_0_VNNI(nt, n, s, w, a) dot_tq1_0(nt, n, s, w, a, true)
 
 TB_X86_KERNELS(q8_0, DOT_Q8_0)
 TB_X86_KERNELS(q4_0, DOT_Q4_0)
-TB_X86_KERNELS(tq2_0, DOT_TQ2_0)
+TB_X86_KERNELS_RT(tq2_0, DOT_TQ2_0)
 TB_X86_KERNELS(tq1_0, DOT_TQ1_0)
 TB_X86_KERNELS(q8_0_vnni, DOT_Q8_0_VNNI)
 TB_X86_KERNELS(q4_0_vnni, DOT_Q4_0_VNNI)
-TB_X86_KERNELS(tq2_0_vnni, DOT_TQ2_0_VNNI)
+TB_X86_KERNELS_RT(tq2_0_vnni, DOT_TQ2_0_VNNI)
 TB_X86_KERNELS(tq1_0_vnni, DOT_TQ1_0_VNNI)
 
 /* Sum of 64-bit words, 128 bytes per step in two chains. */

@@ -25,6 +25,7 @@
 
 #define TB_INLINE static inline __attribute__((always_inline))
 #define TB_NT 4   /* tokens per weight-row pass in gemm */
+#define TB_UNROLL _Pragma("GCC unroll 8")   /* small fixed-trip loops: keep arrays in registers */
 
 /* ---------------------------------------------------------------------- */
 /* Helpers                                                                  */
@@ -97,45 +98,6 @@ TB_INLINE void dot_tq2_0(int nt, int64_t n, float *s, const void *w, const void 
                          bool vnni) {
     const int64_t nb = n / QK_K;
     const block_tq2_0 *x = w;
-#if defined(__AVX512F__)
-    __m512 acc[2][TB_NT];
-    for (int t = 0; t < nt; t++) acc[0][t] = acc[1][t] = _mm512_setzero_ps();
-    const __m512i m3 = _mm512_set1_epi8(3);
-    for (int64_t i = 0; i < nb; i++) {
-        __m512i qs = _mm512_loadu_si512(x[i].qs);
-        __m512i c0 = _mm512_and_si512(qs, m3);                        /* l = 0 */
-        __m512i c1 = _mm512_and_si512(_mm512_srli_epi16(qs, 2), m3);  /* l = 1 */
-        __m512i c2 = _mm512_and_si512(_mm512_srli_epi16(qs, 4), m3);
-        __m512i c3 = _mm512_and_si512(_mm512_srli_epi16(qs, 6), m3);
-        /* z[k] holds the codes of activation bytes 64k .. 64k+63 */
-        __m512i z[4] = {
-            _mm512_shuffle_i64x2(c0, c1, 0x44), _mm512_shuffle_i64x2(c2, c3, 0x44),
-            _mm512_shuffle_i64x2(c0, c1, 0xEE), _mm512_shuffle_i64x2(c2, c3, 0xEE),
-        };
-        float dx = fp16_f32(x[i].d);
-        for (int t = 0; t < nt; t++) {
-            const block_q8_K *y = (const block_q8_K *)a[t] + i;
-            __m512i p;  /* (16) i32 */
-            if (vnni) {
-#if defined(__AVX512VNNI__)
-                p = _mm512_setzero_si512();
-                for (int k = 0; k < 4; k++)
-                    p = _mm512_dpbusd_epi32(p, z[k], _mm512_loadu_si512(y->qs + 64 * k));
-#else
-                p = _mm512_setzero_si512();
-#endif
-            } else {
-                __m512i h = _mm512_maddubs_epi16(z[0], _mm512_loadu_si512(y->qs));
-                for (int k = 1; k < 4; k++)
-                    h = _mm512_add_epi16(h, _mm512_maddubs_epi16(z[k], _mm512_loadu_si512(y->qs + 64 * k)));
-                p = _mm512_madd_epi16(h, _mm512_set1_epi16(1));
-            }
-            p = _mm512_sub_epi32(p, _mm512_cvtepi16_epi32(loadu256(y->bsums)));
-            acc[i & 1][t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p), _mm512_set1_ps(dx * y->d), acc[i & 1][t]);
-        }
-    }
-    for (int t = 0; t < nt; t++) s[t] = _mm512_reduce_add_ps(_mm512_add_ps(acc[0][t], acc[1][t]));
-#else
     __m256 acc[2][TB_NT];
     for (int t = 0; t < nt; t++) acc[0][t] = acc[1][t] = _mm256_setzero_ps();
     const __m256i m3 = _mm256_set1_epi8(3);
@@ -162,8 +124,84 @@ TB_INLINE void dot_tq2_0(int nt, int64_t n, float *s, const void *w, const void 
     }
     (void)vnni;
     for (int t = 0; t < nt; t++) s[t] = hsum_ps256(_mm256_add_ps(acc[0][t], acc[1][t]));
-#endif
 }
+
+#if defined(__AVX512F__)
+#define TB_NR 4   /* weight rows per activation pass (row-tiled formats) */
+/* Software prefetch distance for row-tiled kernels: TB_NR rows streamed
+ * side by side defeat the L2 stream prefetcher, so each row prefetches the
+ * weight bytes this far ahead (rows are contiguous: the union is the
+ * next tiles). */
+#ifndef TB_PF_BYTES
+#define TB_PF_BYTES 4096
+#endif
+
+/* Row-tiled TQ2_0 (AVX-512): nr weight rows w[r] times nt activations
+ * a[t], s[r * TB_NT + t]. Activation loads are shared by the nr rows and
+ * code extraction by the nt tokens. A 64-byte code register holds half 0
+ * (elements 32l + m) in its low 256 bits and half 1 (128 + 32l + m) in its
+ * high 256 bits, so the activation for shift l is [y(32l) | y(128 + 32l)].
+ * Per (row, token) the arithmetic is the same for any nr, nt. */
+TB_INLINE void dot_tq2_0_rt(int nr, int nt, int64_t n, float *s, const void *const *w,
+                            const void *const *a, bool vnni) {
+    const int64_t nb = n / QK_K;
+    const __m512i m3 = _mm512_set1_epi8(3), one16 = _mm512_set1_epi16(1);
+    __m512 acc[TB_NR][TB_NT];
+    TB_UNROLL
+    for (int r = 0; r < nr; r++)
+        TB_UNROLL
+        for (int t = 0; t < nt; t++) acc[r][t] = _mm512_setzero_ps();
+    for (int64_t i = 0; i < nb; i++) {
+        __m512i qs[TB_NR];
+        float dx[TB_NR];
+        TB_UNROLL
+        for (int r = 0; r < nr; r++) {
+            const block_tq2_0 *x = (const block_tq2_0 *)w[r] + i;
+            _mm_prefetch((const char *)x + TB_PF_BYTES, _MM_HINT_T0);
+            qs[r] = _mm512_loadu_si512(x->qs);
+            dx[r] = fp16_f32(x->d);
+        }
+        __m512i nbs[TB_NT];          /* -(bsums) as 16 x i32: sum(y) = sum of lanes */
+        __m512i p[TB_NR][TB_NT];     /* (16) i32, or (32) i16 without VNNI           */
+        TB_UNROLL
+        for (int t = 0; t < nt; t++) {
+            const block_q8_K *y = (const block_q8_K *)a[t] + i;
+            nbs[t] = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_cvtepi16_epi32(loadu256(y->bsums)));
+            TB_UNROLL
+            for (int r = 0; r < nr; r++) p[r][t] = vnni ? nbs[t] : _mm512_setzero_si512();
+        }
+        TB_UNROLL
+        for (int l = 0; l < 4; l++) {
+            __m512i yl[TB_NT];
+            TB_UNROLL
+            for (int t = 0; t < nt; t++) {
+                const int8_t *q = ((const block_q8_K *)a[t] + i)->qs;
+                yl[t] = _mm512_inserti64x4(_mm512_castsi256_si512(loadu256(q + 32 * l)), loadu256(q + 128 + 32 * l), 1);
+            }
+            TB_UNROLL
+            for (int r = 0; r < nr; r++) {
+                __m512i c = _mm512_and_si512(l ? _mm512_srli_epi16(qs[r], 2 * l) : qs[r], m3);
+                TB_UNROLL
+                for (int t = 0; t < nt; t++) {
+#if defined(__AVX512VNNI__)
+                    if (vnni) { p[r][t] = _mm512_dpbusd_epi32(p[r][t], c, yl[t]); continue; }
+#endif
+                    p[r][t] = _mm512_add_epi16(p[r][t], _mm512_maddubs_epi16(c, yl[t]));
+                }
+            }
+        }
+        for (int t = 0; t < nt; t++) {
+            const float dy = ((const block_q8_K *)a[t] + i)->d;
+            for (int r = 0; r < nr; r++) {
+                __m512i q = vnni ? p[r][t] : _mm512_add_epi32(_mm512_madd_epi16(p[r][t], one16), nbs[t]);
+                acc[r][t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(q), _mm512_set1_ps(dx[r] * dy), acc[r][t]);
+            }
+        }
+    }
+    for (int r = 0; r < nr; r++)
+        for (int t = 0; t < nt; t++) s[r * TB_NT + t] = _mm512_reduce_add_ps(acc[r][t]);
+}
+#endif
 
 /* ---------------------------------------------------------------------- */
 /* TQ1_0 x Q8_K                                                             */
@@ -294,6 +332,51 @@ TB_INLINE void dot_fx(int nt, int64_t n, float *s, const void *w, const void *co
             }                                                                              \
         }                                                                                  \
     }
+
+#if defined(__AVX512F__)
+/* Row-tiled generator: DOT(nr, nt, n, s, wrows, acts). matvec takes TB_NR
+ * rows per pass, gemm TB_NR_GEMM rows x TB_NT tokens; tails use smaller
+ * nr / nt, which leave each (row, token) result unchanged. */
+#define TB_NR_GEMM 2
+#define TB_X86_KERNELS_RT(name, DOT)                                                       \
+    static void vec_dot_##name(int64_t n, float *s, const void *w, const void *a) {       \
+        const void *ww[1] = {w}, *aa[1] = {a};                                             \
+        float o[TB_NT];                                                                    \
+        DOT(1, 1, n, o, ww, aa);                                                           \
+        *s = o[0];                                                                         \
+    }                                                                                      \
+    static void matvec_##name(const void *W, size_t ws, const void *a, float *y,          \
+                              int64_t r0, int64_t r1, int64_t n) {                         \
+        const void *aa[1] = {a};                                                           \
+        for (int64_t r = r0; r < r1; r += TB_NR) {                                         \
+            int nr = (int)TB_MIN(TB_NR, r1 - r);                                           \
+            const void *ww[TB_NR];                                                         \
+            float o[TB_NR * TB_NT];                                                        \
+            for (int k = 0; k < nr; k++) ww[k] = (const uint8_t *)W + (size_t)(r + k) * ws; \
+            if (nr == TB_NR) DOT(TB_NR, 1, n, o, ww, aa);                                  \
+            else DOT(nr, 1, n, o, ww, aa);                                                 \
+            for (int k = 0; k < nr; k++) y[r + k] = o[k * TB_NT];                          \
+        }                                                                                  \
+    }                                                                                      \
+    static void gemm_##name(const void *W, size_t ws, const void *A, size_t as, int64_t nt, \
+                            float *Y, int64_t ldy, int64_t r0, int64_t r1, int64_t n) {    \
+        for (int64_t r = r0; r < r1; r += TB_NR_GEMM) {                                    \
+            int nr = (int)TB_MIN(TB_NR_GEMM, r1 - r);                                      \
+            const void *ww[TB_NR];                                                         \
+            for (int k = 0; k < nr; k++) ww[k] = (const uint8_t *)W + (size_t)(r + k) * ws; \
+            for (int64_t t = 0; t < nt; t += TB_NT) {                                      \
+                int ntk = (int)TB_MIN(TB_NT, nt - t);                                      \
+                const void *aa[TB_NT];                                                     \
+                float o[TB_NR * TB_NT];                                                    \
+                for (int k = 0; k < ntk; k++) aa[k] = (const uint8_t *)A + (size_t)(t + k) * as; \
+                if (nr == TB_NR_GEMM && ntk == TB_NT) DOT(TB_NR_GEMM, TB_NT, n, o, ww, aa); \
+                else DOT(nr, ntk, n, o, ww, aa);                                           \
+                for (int q = 0; q < nr; q++)                                               \
+                    for (int k = 0; k < ntk; k++) Y[(t + k) * ldy + r + q] = o[q * TB_NT + k]; \
+            }                                                                              \
+        }                                                                                  \
+    }
+#endif
 
 #define TB_X86_SET(k, wt, name, quant)                       \
     do {                                                     \
