@@ -173,7 +173,13 @@ static int synth_threads(void) {
 }
 
 int tb_synth_model(const tb_synth_params_t *p, const char *out_path) {
+    return synth_model_run(p, out_path, synth_threads());
+}
+
+int synth_model_run(const tb_synth_params_t *p, const char *out_path, int n_threads) {
     if (!out_path) return tb_err(TB_ERR_ARG, "synth: output path is NULL");
+    if (n_threads < 1 || n_threads > MAX_THREADS)
+        return tb_err(TB_ERR_ARG, "synth: %d threads (expected 1..%d)", n_threads, MAX_THREADS);
     synth_plan_t pl;
     tb_gguf_writer_t *w = NULL;
     tb_pool_t *pool = NULL;
@@ -185,7 +191,7 @@ int tb_synth_model(const tb_synth_params_t *p, const char *out_path) {
     if ((rc = tb_gguf_writer_new(&w)) != TB_OK) goto done;
     if ((rc = synth_plan_declare(&pl, w)) != TB_OK) goto done;
     if ((rc = tb_gguf_writer_begin(w, out_path)) != TB_OK) goto done;
-    if ((rc = tb_pool_new(synth_threads(), &pool)) != TB_OK) goto done;
+    if ((rc = tb_pool_new(n_threads, &pool)) != TB_OK) goto done;
 
     /* buffers: one batch of the widest chunk; scratch: the longest row */
     size_t cap = 0;

@@ -119,6 +119,10 @@ int  synth_plan_declare(const synth_plan_t *pl, tb_gguf_writer_t *w);
 /* general.file_type (llama.cpp's LLAMA_FTYPE) for a main weight type. */
 uint32_t synth_ftype_of(tb_type_t t);
 
+/* tb_synth_model with an explicit generator thread count (1..8); the
+ * bytes written do not depend on it. */
+int  synth_model_run(const tb_synth_params_t *p, const char *out_path, int n_threads);
+
 /* ===================================================================== */
 /* Built-in vocabulary                                                    */
 /* ===================================================================== */

@@ -105,6 +105,27 @@ static void test_seed_determinism(void **state) {
     unlink(a); unlink(b); unlink(c);
 }
 
+/* The bytes do not depend on the generator's thread count. */
+static void test_threads_do_not_matter(void **state) {
+    (void)state;
+    char a[512], b[512];
+    st_tmp_path(a, sizeof a, "t1.gguf");
+    st_tmp_path(b, sizeof b, "t3.gguf");
+    /* maple-tiny f32: 2 MB expert stacks span several 1 MB chunks */
+    tb_synth_params_t p = {.preset = "maple-tiny", .type = -1, .seed = 77};
+    assert_int_equal(synth_model_run(&p, a, 1), TB_OK);
+    assert_int_equal(synth_model_run(&p, b, 3), TB_OK);
+    size_t na, nb;
+    uint8_t *pa = st_read_all(a, &na), *pb = st_read_all(b, &nb);
+    assert_non_null(pa);
+    assert_non_null(pb);
+    assert_int_equal(na, nb);
+    assert_memory_equal(pa, pb, na);
+    free(pa); free(pb);
+    unlink(a); unlink(b);
+    assert_int_equal(synth_model_run(&p, a, 0), TB_ERR_ARG);
+}
+
 /* Chunk streams do not depend on how many rows are filled per call. */
 static void test_rows_independent_of_split(void **state) {
     (void)state;
@@ -414,6 +435,7 @@ int main(void) {
         cmocka_unit_test(test_presets_listed),
         cmocka_unit_test(test_tiny_files_match_plan),
         cmocka_unit_test(test_seed_determinism),
+        cmocka_unit_test(test_threads_do_not_matter),
         cmocka_unit_test(test_rows_independent_of_split),
         cmocka_unit_test(test_type_variants),
         cmocka_unit_test(test_ternary_statistics),
