@@ -44,34 +44,80 @@ struct tb_pretok {
     "|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}" DIGITS                                \
     "| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"
 
+/* GPT-4o / Tekken: case-aware words (upper* lower+ | upper+ lower*). */
+#define RE_UPPER "[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]"
+#define RE_LOWER "[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]"
+#define RE_CASED(CONTR, DIGITS)                                                       \
+    "[^\\r\\n\\p{L}\\p{N}]?" RE_UPPER "*" RE_LOWER "+" CONTR                       \
+    "|[^\\r\\n\\p{L}\\p{N}]?" RE_UPPER "+" RE_LOWER "*" CONTR                      \
+    "|\\p{N}" DIGITS "| ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"
+
+/* CJK ideographs and Hangul as the DeepSeek tokenizers delimit them. */
+#define RE_CJK "[\\x{4E00}-\\x{9FA5}\\x{0800}-\\x{4E00}\\x{AC00}-\\x{D7FF}]+"
+
 typedef struct pre_def {
     const char *names;          /* '|'-separated tokenizer.ggml.pre values */
-    bool ignore_merges;
+    bool ignore_merges;         /* whole-token words skip the merges (and add BOS) */
     const char *re[MAX_PASSES];
 } pre_def_t;
 
+/* Names and patterns follow llama.cpp's llama-vocab.cpp, which takes them
+ * from each model's tokenizer.json (where llama.cpp approximates a
+ * pattern std::regex cannot express, the tokenizer.json original is used:
+ * PCRE2 has the Unicode classes). */
 static const pre_def_t PRE[] = {
-    {"default|gpt-2|gpt2|mpt|olmo|jais|trillion|phi-2", false, {RE_GPT2}},
-    {"qwen2|deepseek-r1-qwen|megrez", false, {RE_CL100K("")}},
-    {"llama3|llama-v3|llama-bpe|falcon3|pixtral|dbrx|smaug-bpe", true, {RE_CL100K("{1,3}")}},
-    {"starcoder|refact|command-r|smollm|codeshell|exaone|minerva", false,
-     {"\\p{N}", RE_GPT2}},
-    {"falcon", false,
-     {"[\\p{P}\\$\\+<=>\\^~\\|`]+", RE_GPT2, "[0-9][0-9][0-9]"}},
-    {"deepseek-coder", false,
-     {"[\\r\\n]", "\\s?\\p{L}+", "\\s?\\p{P}+",
-      "[\\x{4E00}-\\x{9FA5}\\x{0800}-\\x{4E00}\\x{AC00}-\\x{D7FF}]+", "\\p{N}"}},
-    {"deepseek-v3", false,
+    {"default|gpt-2|gpt2|phi-2|jina-es|jina-de|jina-v2-es|jina-v2-de|jina-v2-code|mpt|olmo|"
+     "jais|trillion|granite-docling|exaone4|gigachat|roberta-bpe",
+     false, {RE_GPT2}},
+    {"qwen2|deepseek-r1-qwen|kormo|megrez|stablelm2|hunyuan|grok-2", false, {RE_CL100K("")}},
+    {"llama3|llama-v3|llama-bpe|falcon3|falcon-h1|pixtral|midm-2.0|lfm2", true,
+     {RE_CL100K("{1,3}")}},
+    {"dbrx|smaug-bpe|glm4|chatglm-bpe", false, {RE_CL100K("{1,3}")}},
+    {"starcoder|refact|command-r|smollm|codeshell|exaone|minerva-7b", false, {"\\p{N}", RE_GPT2}},
+    {"falcon", false, {"[\\p{P}\\$\\+<=>\\^~\\|`]+", RE_GPT2, "[0-9][0-9][0-9]"}},
+    {"deepseek-coder", false, {"[\\r\\n]", "\\s?\\p{L}+", "\\s?\\p{P}+", RE_CJK, "\\p{N}"}},
+    {"deepseek-llm", false,
+     {"[\\r\\n]",
+      "\\s?["
+      "\\x{41}-\\x{5A}\\x{61}-\\x{7A}\\x{B5}\\x{C0}-\\x{D6}\\x{D8}-\\x{F6}\\x{F8}-\\x{1BA}"
+      "\\x{1BC}-\\x{1BF}\\x{1C4}-\\x{293}\\x{295}-\\x{2AF}\\x{370}-\\x{373}\\x{376}\\x{377}"
+      "\\x{37B}-\\x{37D}\\x{37F}\\x{386}\\x{388}-\\x{38A}\\x{38C}\\x{38E}-\\x{3A1}"
+      "\\x{3A3}-\\x{3F5}\\x{3F7}-\\x{481}\\x{48A}-\\x{52F}\\x{531}-\\x{556}\\x{10A0}-\\x{10C5}"
+      "\\x{13A0}-\\x{13F5}\\x{13F8}-\\x{13FD}\\x{1C90}-\\x{1CBA}\\x{1CBD}-\\x{1CBF}"
+      "\\x{1D00}-\\x{1D2B}\\x{1D6B}-\\x{1D77}\\x{1D79}-\\x{1D9A}\\x{1E00}-\\x{1F15}"
+      "\\x{1F18}-\\x{1F1D}\\x{1F20}-\\x{1F45}\\x{1F48}-\\x{1F4D}\\x{1F50}-\\x{1F57}\\x{1F59}"
+      "\\x{1F5B}\\x{1F5D}\\x{1F5F}-\\x{1F7D}\\x{1F80}-\\x{1FB4}\\x{1FB6}-\\x{1FBC}\\x{1FBE}"
+      "\\x{1FC2}-\\x{1FC4}\\x{1FC6}-\\x{1FCC}\\x{1FD0}-\\x{1FD3}\\x{1FD6}-\\x{1FDB}"
+      "\\x{1FE0}-\\x{1FEC}\\x{1FF2}-\\x{1FF4}\\x{1FF6}-\\x{1FFC}\\x{2102}\\x{2107}"
+      "\\x{210A}-\\x{2113}\\x{2115}\\x{2119}-\\x{211D}\\x{2124}\\x{2126}\\x{2128}\\x{212A}-\\x{212D}"
+      "\\x{212F}-\\x{2134}\\x{2139}\\x{213C}-\\x{213F}\\x{2145}-\\x{2149}\\x{214E}\\x{2183}"
+      "\\x{2184}\\x{2C00}-\\x{2C7B}\\x{2C7E}-\\x{2CE4}\\x{2CEB}-\\x{2CEE}\\x{2CF2}\\x{2CF3}"
+      "\\x{A640}-\\x{A66D}\\x{A680}-\\x{A69B}\\x{A722}-\\x{A76F}\\x{A771}-\\x{A787}"
+      "\\x{A78B}-\\x{A78E}\\x{AB70}-\\x{ABBF}\\x{FB00}-\\x{FB06}\\x{FB13}-\\x{FB17}"
+      "\\x{FF21}-\\x{FF3A}\\x{FF41}-\\x{FF5A}\\x{10400}-\\x{1044F}\\x{104B0}-\\x{104D3}"
+      "\\x{104D8}-\\x{104FB}\\x{10C80}-\\x{10CB2}\\x{10CC0}-\\x{10CF2}\\x{118A0}-\\x{118DF}"
+      "\\x{1E900}-\\x{1E943}"
+      "]+",
+      "\\s?[!-/:-~\\x{FF01}-\\x{FF0F}\\x{FF1A}-\\x{FF5E}\\x{2018}-\\x{201F}\\x{3000}-\\x{3002}]+",
+      "\\s+$", RE_CJK, "\\p{N}+"}},
+    {"deepseek-v3|hunyuan-dense", false,
      {"\\p{N}{1,3}", "[\\x{4E00}-\\x{9FA5}\\x{3040}-\\x{309F}\\x{30A0}-\\x{30FF}]+",
       "[!\"#$%&'()*+,\\-./:;<=>?@\\[\\\\\\]^_`{|}~][A-Za-z]+"
       "|[^\\r\\n\\p{L}\\p{P}\\p{S}]?[\\p{L}\\p{M}]+| ?[\\p{P}\\p{S}]+[\\r\\n]*"
       "|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"}},
-    {"gpt-4o|llama4", false,
-     {"[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]*[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]+"
-      "(?i:'s|'t|'re|'ve|'m|'ll|'d)?"
-      "|[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]+[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]*"
-      "(?i:'s|'t|'re|'ve|'m|'ll|'d)?"
-      "|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"}},
+    {"gpt-4o|llama4|minimax-m2", false, {RE_CASED("(?i:'s|'t|'re|'ve|'m|'ll|'d)?", "{1,3}")}},
+    {"tekken", true, {RE_CASED("", "")}},
+    {"poro-chat|bloom|gpt3-finnish", false,
+     {" ?[^(\\s|.,!?\\x{2026}\\x{3002}\\x{FF0C}\\x{3001}\\x{964}\\x{6D4}\\x{60C})]+"}},
+    {"viking", false,
+     {" ?[^(\\s|.,!?\\x{2026}\\x{3002}\\x{FF0C}\\x{3001}\\x{964}\\x{6D4}\\x{60C})]+",
+      "\\p{N}"}},
+    {"seed-coder", false,
+     {"(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+"
+      "|\\p{N}| ?[^\\s\\p{L}\\p{N}\\r\\n]+|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"}},
+    {"bailingmoe|bailingmoe2|llada-moe", false,
+     {"'(?i:[sdmt]|ll|ve|re)|[^\\r\\n\\p{L}\\p{N}]?+\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]++[\\r\\n]*"
+      "|\\s*[\\r\\n]|\\s+(?!\\S)|\\s+"}},
 };
 
 /* The table entry for `name`, or NULL. */

@@ -74,6 +74,42 @@ static void test_multi_pass(void **state) {
     SPLIT("starcoder", "ab 123", "ab", " ", "1", "2", "3");
     /* falcon: punctuation runs, GPT-2, then digit triples */
     SPLIT("falcon", "x=12345!", "x", "=", "123", "45", "!");
+    /* deepseek-llm: newlines, cased-letter runs (with one leading space),
+     * ASCII/CJK punctuation runs, trailing space, CJK, digit runs */
+    SPLIT("deepseek-llm", "Hello World\n3rd \xC3\x84\xC3\x96", "Hello", " World", "\n", "3", "rd",
+          " \xC3\x84\xC3\x96");
+    SPLIT("deepseek-coder", "a, b\n12", "a", ",", " b", "\n", "1", "2");
+}
+
+static void test_every_name_compiles(void **state) {
+    (void)state;
+    static const char *const names[] = {
+        "default", "gpt-2", "mpt", "olmo", "qwen2", "stablelm2", "llama3", "llama-bpe", "dbrx",
+        "chatglm-bpe", "starcoder", "refact", "command-r", "falcon", "deepseek-coder",
+        "deepseek-llm", "deepseek-v3", "gpt-4o", "tekken", "poro-chat", "viking", "seed-coder",
+        "bailingmoe", "exaone", "smollm",
+    };
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
+        tb_pretok_t *p;
+        bool fallback;
+        int rc = tb_pretok_new(names[i], &p, &fallback);
+        if (rc != TB_OK) print_message("%s: %s\n", names[i], tb_last_error());
+        assert_int_equal(rc, TB_OK);
+        assert_false(fallback);
+        /* every pass covers the text exactly, in order */
+        const char text[] = "Hello, y'all! 3333 \xE4\xBD\xA0\xE5\xA5\xBD\n\n  \xD0\x91\xC3\xA9x  ";
+        tb_tok_scratch_t s = {0};
+        assert_int_equal(tb_pretok_split(p, &s, text, sizeof text - 1), TB_OK);
+        size_t covered = 0;
+        for (size_t k = 0; k < s.nspans; k += 2) {
+            assert_int_equal(s.spans[k], covered);
+            assert_true(s.spans[k + 1] > 0);
+            covered += s.spans[k + 1];
+        }
+        assert_int_equal(covered, sizeof text - 1);
+        tb_tok_scratch_free(&s);
+        tb_pretok_free(p);
+    }
 }
 
 static void test_fallback_and_invalid(void **state) {
@@ -102,6 +138,7 @@ int main(void) {
         cmocka_unit_test(test_qwen2),
         cmocka_unit_test(test_llama3),
         cmocka_unit_test(test_multi_pass),
+        cmocka_unit_test(test_every_name_compiles),
         cmocka_unit_test(test_fallback_and_invalid),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
