@@ -183,6 +183,21 @@ static void test_vocab_from(void **state) {
     tb_gguf_tensor_t emb;
     assert_int_equal(st_tensor(g, "token_embd", &emb), TB_OK);
     assert_int_equal(emb.ne[1], 32000);
+    /* the plan predicts the file exactly, copied keys included */
+    synth_plan_t pl;
+    tb_synth_params_t p = {.preset = "llama-tiny", .type = -1, .seed = 1, .vocab_from = vocab};
+    assert_int_equal(synth_plan_build(&p, &pl), TB_OK);
+    assert_int_equal(pl.n_vocab, 32000);
+    assert_int_equal(pl.file_bytes, tb_gguf_file_size(g));
+    synth_plan_free(&pl);
+    /* llama-1b takes the vocabulary size from the copied tokenizer: ≈ 0.85 B params */
+    p.preset = "llama-1b";
+    assert_int_equal(synth_plan_build(&p, &pl), TB_OK);
+    const synth_tensor_t *out = synth_plan_find_tensor(&pl, "output");
+    assert_non_null(out);
+    assert_int_equal(out->ne[1], 32000);
+    assert_true(pl.n_params > 800000000ll && pl.n_params < 900000000ll);
+    synth_plan_free(&pl);
     tb_gguf_close(g);
     tb_gguf_close(src);
     tb_model_t *m;
