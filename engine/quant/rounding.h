@@ -4,10 +4,20 @@
 #ifndef TB_QUANT_ROUNDING_H
 #define TB_QUANT_ROUNDING_H
 
-#include <math.h>
+#include <stdint.h>
+#include <string.h>
 
-/* Round to the nearest integer, ties to even (the default FP environment),
- * like ggml's nearest_int. Callers keep |f| well below 2^22. */
-static inline int tb_nearest_int(float f) { return (int)lrintf(f); }
+/* Round to the nearest integer, ties to even (default FP environment), like
+ * ggml's nearest_int; valid for |f| < 2^22, which every caller guarantees
+ * (codes and scales are at most a few hundred).
+ * Adding 1.5 * 2^23 moves f into the binade where one ulp is 1, so the add
+ * itself rounds f to an integer; the low 23 bits of the sum then hold that
+ * integer plus 2^22. A plain add and mask: no libm call in hot loops. */
+static inline int tb_nearest_int(float f) {
+    const float v = f + 12582912.0f;   /* 1.5 * 2^23 */
+    int32_t bits;
+    memcpy(&bits, &v, 4);
+    return (bits & 0x007fffff) - 0x00400000;
+}
 
 #endif

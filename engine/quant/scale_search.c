@@ -38,8 +38,8 @@ float tb_search_scale_min(int n, int nmax, const float *x, const float *w,
                           float rmin, float rdelta, int nstep) {
     float lo = x[0], hi = x[0], sum_w = 0.0f, sum_x = 0.0f;
     for (int i = 0; i < n; i++) {
-        lo = fminf(lo, x[i]);
-        hi = fmaxf(hi, x[i]);
+        if (x[i] < lo) lo = x[i];
+        if (x[i] > hi) hi = x[i];
         sum_w += w[i];
         sum_x += w[i] * x[i];
     }
