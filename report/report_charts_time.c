@@ -49,7 +49,8 @@ static void xy_dat(rp_buf_t *b, const xy_t *s, const char *header) {
 /* ===================================================================== */
 
 /* Decode tok/s per window from the token events of the test's first
- * repetition: window = params window_s, else 1/20 of the decode span;
+ * repetition: windows of params "window" tokens, else of "window_s"
+ * seconds, else 1/20 of the decode span;
  * x = window midpoint in seconds since the first decoded token. Returns
  * the window count (0 when there are too few events). */
 static int windows_from_events(rp_ctx_t *c, const rp_test_t *t, xy_t *out) {
@@ -66,16 +67,25 @@ static int windows_from_events(rp_ctx_t *c, const rp_test_t *t, xy_t *out) {
     sqlite3_finalize(st);
     int n = 0;
     if (rc == TB_OK && ev.n >= 10 && ev.x[ev.n - 1] > ev.x[0]) {
-        double t0 = ev.x[0], t1 = ev.x[ev.n - 1], w;
-        if (rp_json_number(t->params, "window_s", &w) != TB_OK || !(w > 0)) w = (t1 - t0) / 20;
-        int nw = (int)ceil((t1 - t0) / w - 1e-9);
-        if (nw > 10000) nw = 10000, w = (t1 - t0) / nw;
-        /* tokens completed in (a, b]; the first event only marks the start */
-        for (int k = 0, e = 1; k < nw && rc == TB_OK; k++) {
-            double a = t0 + k * w, b = k == nw - 1 ? t1 : a + w;
-            int cnt = 0;
-            while (e < ev.n && ev.x[e] <= b) { cnt++; e++; }
-            if (b > a) rc = xy_add(out, 0.5 * (a + b) - t0, cnt / (b - a));
+        double t0 = ev.x[0], t1 = ev.x[ev.n - 1], w, wt;
+        if (rp_json_number(t->params, "window", &wt) == TB_OK && wt >= 1 && wt < ev.n) {
+            /* windows of wt tokens: rate = wt / time those tokens took */
+            int step = (int)wt;
+            for (int k = 0; k + step < ev.n && rc == TB_OK; k += step) {
+                double a = ev.x[k], b = ev.x[k + step];
+                if (b > a) rc = xy_add(out, 0.5 * (a + b) - t0, step / (b - a));
+            }
+        } else {
+            if (rp_json_number(t->params, "window_s", &w) != TB_OK || !(w > 0)) w = (t1 - t0) / 20;
+            int nw = (int)ceil((t1 - t0) / w - 1e-9);
+            if (nw > 10000) nw = 10000, w = (t1 - t0) / nw;
+            /* tokens completed in (a, b]; the first event only marks the start */
+            for (int k = 0, e = 1; k < nw && rc == TB_OK; k++) {
+                double a = t0 + k * w, b = k == nw - 1 ? t1 : a + w;
+                int cnt = 0;
+                while (e < ev.n && ev.x[e] <= b) { cnt++; e++; }
+                if (b > a) rc = xy_add(out, 0.5 * (a + b) - t0, cnt / (b - a));
+            }
         }
         n = out->n;
     }

@@ -236,7 +236,8 @@ static int cmp_metric(const void *a, const void *b) {
 
 /* Load the test's measurements. Per base metric: statistics over rows with
  * repetition >= 0; when there are none, the stored summary (the plain
- * metric at repetition -1 or METRIC_median, and METRIC_stddev). */
+ * metric at repetition -1 or METRIC_median / METRIC:median, and
+ * METRIC_stddev / METRIC:stddev). Other METRIC:x summaries are ignored. */
 static int load_metrics(loader_t *L, rp_test_t *t) {
     sqlite3_stmt *st;
     int rc = prep(L->set->db, "SELECT repetition, metric, value, unit FROM measurements"
@@ -256,7 +257,13 @@ static int load_metrics(loader_t *L, rp_test_t *t) {
         snprintf(base, sizeof base, "%s", name ? name : "");
         size_t bl = strlen(base);
         int kind = 0;   /* 0 plain, 1 median, 2 stddev */
-        if (bl > 7 && !strcmp(base + bl - 7, "_median")) { base[bl - 7] = 0; kind = 1; }
+        char *colon = strchr(base, ':');   /* "metric:stddev", "metric:min", ... */
+        if (colon) {
+            *colon = 0;
+            if (!strcmp(colon + 1, "median")) kind = 1;
+            else if (!strcmp(colon + 1, "stddev") || !strcmp(colon + 1, "sd")) kind = 2;
+            else continue;   /* :min, :max, :mean — recomputed, not needed */
+        } else if (bl > 7 && !strcmp(base + bl - 7, "_median")) { base[bl - 7] = 0; kind = 1; }
         else if (bl > 7 && !strcmp(base + bl - 7, "_stddev")) { base[bl - 7] = 0; kind = 2; }
         rp_metric_t *m = metric_slot(t, base, &cap);
         if (!m) { rc = tb_err(TB_ERR_NOMEM, "report: out of memory loading test %lld", (long long)t->id); break; }

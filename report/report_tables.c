@@ -64,6 +64,26 @@ static const char *verdict(rp_ctx_t *c, const rp_test_t *t, char *b, size_t n) {
     return b;
 }
 
+/* One note per run listing the sensors recorded as absent (sensor_absent),
+ * so an empty energy or temperature column reads as "not measurable here". */
+static void absent_note(rp_ctx_t *c) {
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(c->set->db, "SELECT sensor, reason FROM sensor_absent WHERE run_id = ?1"
+                                       " ORDER BY sensor", -1, &st, NULL) != SQLITE_OK)
+        return;   /* an older database without the table */
+    for (int i = 0; i < c->set->n_runs; i++) {
+        sqlite3_reset(st);
+        sqlite3_bind_int64(st, 1, c->set->runs[i].id);
+        rp_buf_t b = {0};
+        while (sqlite3_step(st) == SQLITE_ROW)
+            rp_buf_printf(&b, "%s%s (%s)", b.len ? "; " : "", (const char *)sqlite3_column_text(st, 0),
+                          (const char *)sqlite3_column_text(st, 1));
+        if (b.p) rp_doc_note(c->doc, "Run %lld: sensors absent on this host: %s.", (long long)c->set->runs[i].id, b.p);
+        rp_buf_free(&b);
+    }
+    sqlite3_finalize(st);
+}
+
 /* ===================================================================== */
 /* Throughput, latency, memory, stability                                  */
 /* ===================================================================== */
@@ -166,6 +186,7 @@ int rp_tables_write(rp_ctx_t *c) {
     }
     if (!rows) rp_doc_note(d, "No stability, thermal or energy data in the selected runs.");
     rp_doc_table_end(d);
+    absent_note(c);
     return TB_OK;
 }
 

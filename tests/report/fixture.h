@@ -10,7 +10,8 @@
  *   2  tiny q4_0,  build A, tags format=q4_0, bandwidth 20.5/20 GB/s
  *      prefill, decode, generate (token events), sustained (token events only)
  *   3  tiny f16,   build A, tags format=f16, no bandwidth probe;
- *      prefill/decode stored as summaries only (_median/_stddev at -1)
+ *      prefill/decode stored as summaries only (prefill as _median/_stddev,
+ *      decode as the plain metric plus :stddev/:max at repetition -1)
  *   4  tiny tq2_0, build B, tags format=tq2_0 commit=B; prefill, decode
  *   5  a failed run without model or tests
  *
