@@ -2,6 +2,7 @@
 #include "gguf_fixture.h"
 
 #include <dirent.h>
+#include <sys/mman.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -230,6 +231,24 @@ char *fx_write(const char *dir, const char *name, const void *data, size_t n) {
     snprintf(p, len, "%s/%s", dir, name);
     fx_rewrite(p, data, n);
     return p;
+}
+
+int fx_stage(const char *dir, const char *name, const void *data, size_t n, char *path, size_t cap) {
+    int fd = memfd_create(name, MFD_CLOEXEC);
+    if (fd >= 0) {
+        snprintf(path, cap, "/proc/self/fd/%d", fd);
+        size_t done = 0;
+        while (done < n) {
+            ssize_t k = write(fd, (const uint8_t *)data + done, n - done);
+            if (k <= 0) abort();
+            done += (size_t)k;
+        }
+        if (access(path, R_OK) == 0) return fd;
+        close(fd);
+    }
+    snprintf(path, cap, "%s/%s", dir, name);
+    fx_rewrite(path, data, n);
+    return -1;
 }
 
 /* ===================================================================== */

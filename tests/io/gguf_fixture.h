@@ -78,6 +78,12 @@ void fx_rmtree(char *dir);   /* removes the files in dir, dir, and frees it */
 char *fx_write(const char *dir, const char *name, const void *data, size_t n);
 void fx_rewrite(const char *path, const void *data, size_t n);
 
+/* Put n bytes where tb_gguf_open can map them without touching the disk: a
+ * memfd named through /proc/self/fd (or, where that is unavailable,
+ * dir/name). Writes the path to path[cap]; returns the fd to close after
+ * use, or -1 when a file was used. */
+int fx_stage(const char *dir, const char *name, const void *data, size_t n, char *path, size_t cap);
+
 /* Deep equality of two values of (possibly) different files. */
 int fx_value_equal(const tb_gguf_t *ga, const tb_gguf_value_t *a,
                    const tb_gguf_t *gb, const tb_gguf_value_t *b);
