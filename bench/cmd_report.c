@@ -109,7 +109,7 @@ int cmd_report(int argc, char **argv) {
 
     tb_report_result_t res;
     if (tb_report_write(&o, &res) != TB_OK) {
-        fprintf(stderr, "ternbench report: %s\n", tb_last_error());
+        fprintf(stderr, "ternbench %s\n", tb_last_error());   /* messages start with "report: " */
         return 1;
     }
     if (res.warning[0]) fprintf(stderr, "ternbench report: warning: %s\n", res.warning);

@@ -343,9 +343,11 @@ static int roofline_chart(rp_ctx_t *c) {
         rp_buf_printf(&ch.dat, "%s# series %d: %s (run %lld), ceiling %s\n", series ? "\n\n" : "", series,
                       r->series, (long long)r->id, cs);
         for (int k = 0; k < n; k++) rp_buf_printf(&ch.dat, "%.9g %.9g\n", p[k].x, p[k].y);
+        char ach[300];
+        snprintf(ach, sizeof ach, "achieved %s", r->series);
         rp_buf_printf(&plot, "%s\"roofline.dat\" index %d using 1:2 with linespoints lt %d title ",
                       series ? ", \\\n       " : "  plot ", series, series + 1);
-        rp_gp_quote(&plot, r->series);
+        rp_gp_quote(&plot, ach);
         if (isfinite(ceil)) {
             char lab[300];
             snprintf(lab, sizeof lab, "ceiling %s: %.2f GB/s", r->series, ceil);
