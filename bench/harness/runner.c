@@ -116,7 +116,7 @@ int tb_runner_model_path(const tb_plan_t *plan, int variant, char **path, int qu
 /* ===================================================================== */
 
 typedef struct summary_row {
-    char section[64], label[96], metric[40], unit[16], thermal[16], status[16];
+    char section[64], label[192], metric[40], unit[16], thermal[16], status[16];
     double value, sd;
 } summary_row_t;
 
@@ -382,7 +382,8 @@ static int run_case(run_ctx_t *c, const tb_section_t *sec, int ci, char status[1
     const char *hm = tb_work_headline_metric(sec->kind);
     summary_row_t row = {0};
     snprintf(row.section, sizeof row.section, "%s", sec->name);
-    snprintf(row.label, sizeof row.label, "%s", label);
+    if (strchr(sec->name, '.')) snprintf(row.label, sizeof row.label, "%s %s", strchr(sec->name, '.') + 1, label);
+    else snprintf(row.label, sizeof row.label, "%s", label);
     snprintf(row.metric, sizeof row.metric, "%s", hm);
     row.value = row.sd = NAN;
     rc = tb_store_tx_begin(c->store);

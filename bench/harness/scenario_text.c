@@ -216,7 +216,12 @@ void tb_scenario_keys_markdown(FILE *out) {
             md_cell(out, d->def[0] ? d->def : "\"\"");
             fputs("` | ", out);
             if (d->type == TB_KT_ENUM) md_cell(out, d->choices);
-            else if (d->type == TB_KT_INT || d->type == TB_KT_INT_LIST || d->type == TB_KT_FLOAT)
+            else if (d->unit == TB_UNIT_MS) {
+                char lo[32], hi[32];
+                fmt_int(d->unit, (int64_t)d->min, lo, sizeof lo);
+                fmt_int(d->unit, (int64_t)d->max, hi, sizeof hi);
+                fprintf(out, "%s .. %s", lo, hi);
+            } else if (d->type == TB_KT_INT || d->type == TB_KT_INT_LIST || d->type == TB_KT_FLOAT)
                 fprintf(out, "%.15g .. %.15g", d->min, d->max);
             fputs(" | ", out);
             md_cell(out, d->help);

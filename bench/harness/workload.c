@@ -234,7 +234,6 @@ static int run_generate(const tb_work_t *w, tb_rep_t *r, double e0, int64_t n_ge
     int rc = step ? TB_OK : tb_err(TB_ERR_NOMEM, "out of memory");
     if (!rc) rc = tb_sampler_new(&sp, &smp);
     if (!rc) rc = tb_detok_new(tk, &dt);
-    if (!rc && w->record) rc = reserve(r, (size_t)n_gen + 1, (size_t)(n_gen + 1) * 256);
     if (rc) goto done;
 
     int32_t n_vocab = tb_model_n_vocab(w->model);
@@ -244,6 +243,8 @@ static int run_generate(const tb_work_t *w, tb_rep_t *r, double e0, int64_t n_ge
     uint64_t t0 = tb_now_ns();
     if ((rc = prefill(w, r, w->prompt, w->n_prompt, t0, w->record))) goto done;
     uint64_t t_prefill = tb_now_ns();
+    /* room for every decode event after the prompt's (a piece is <= 256 bytes) */
+    if (w->record && (rc = reserve(r, (size_t)n_gen + 1, (size_t)(n_gen + 2) * 256))) goto done;
     int32_t tok = tb_sampler_sample(smp, tb_session_logits(w->sess, -1), n_vocab);
     int k = tb_detok_push(dt, tok, piece, sizeof piece);
     if (k < 0) { rc = k; goto done; }
