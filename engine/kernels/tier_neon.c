@@ -1,0 +1,170 @@
+/*
+ * tier_neon.c — aarch64 NEON kernels (baseline ARMv8-A; the SDOT variants
+ * are compiled with a function-level "+dotprod" target and chosen at run
+ * time when HWCAP_ASIMDDP is present).
+ *
+ * Formats: Q8_0, Q4_0, TQ2_0 (x Q8_0 / Q8_K activations) and F32. Others
+ * inherit generic/ref. Each block's integer dot is exact; only the float
+ * summation order differs from _ref. gemm is matvec per token, so rows are
+ * bit-identical between the two.
+ *
+ * Tested on x86 hosts by cross-compiling this file with the ref tier and
+ * running it under qemu-aarch64 (tests/kernels/neon_cross.sh).
+ */
+#include "kernels/kernels.h"
+
+#if defined(__aarch64__)
+#include <arm_neon.h>
+
+#define TB_INLINE static inline __attribute__((always_inline))
+
+/* ---------------------------------------------------------------------- */
+/* 16-lane signed byte dot products -> 4 x i32                              */
+/* ---------------------------------------------------------------------- */
+
+TB_INLINE int32x4_t dot16_base(int32x4_t acc, int8x16_t x, int8x16_t y) {
+    int16x8_t lo = vmull_s8(vget_low_s8(x), vget_low_s8(y));
+    int16x8_t hi = vmull_high_s8(x, y);
+    return vpadalq_s16(vpadalq_s16(acc, lo), hi);
+}
+
+#define DOT16_BASE(acc, x, y) dot16_base(acc, x, y)
+#define DOT16_SDOT(acc, x, y) vdotq_s32(acc, x, y)
+
+/* ---------------------------------------------------------------------- */
+/* Kernel bodies, instantiated for both dot instructions                   */
+/* ---------------------------------------------------------------------- */
+
+#define NEON_BODIES(sfx, DOT16, ATTR)                                                          \
+    ATTR static void dot_q8_0_##sfx(int64_t n, float *s, const void *w, const void *a) {      \
+        const block_q8_0 *x = w, *y = a;                                                       \
+        float32x4_t acc0 = vdupq_n_f32(0), acc1 = vdupq_n_f32(0);                              \
+        for (int64_t i = 0; i < n / QK8_0; i++) {                                              \
+            int32x4_t p = vdupq_n_s32(0);                                                      \
+            p = DOT16(p, vld1q_s8(x[i].qs), vld1q_s8(y[i].qs));                                \
+            p = DOT16(p, vld1q_s8(x[i].qs + 16), vld1q_s8(y[i].qs + 16));                      \
+            float d = tb_fp16_to_fp32(x[i].d) * tb_fp16_to_fp32(y[i].d);                      \
+            if (i & 1) acc1 = vfmaq_n_f32(acc1, vcvtq_f32_s32(p), d);                          \
+            else acc0 = vfmaq_n_f32(acc0, vcvtq_f32_s32(p), d);                                \
+        }                                                                                      \
+        *s = vaddvq_f32(vaddq_f32(acc0, acc1));                                                \
+    }                                                                                          \
+    ATTR static void dot_q4_0_##sfx(int64_t n, float *s, const void *w, const void *a) {      \
+        const block_q4_0 *x = w;                                                               \
+        const block_q8_0 *y = a;                                                               \
+        const uint8x16_t m4 = vdupq_n_u8(0x0F);                                                \
+        const int8x16_t s8 = vdupq_n_s8(8);                                                    \
+        float32x4_t acc0 = vdupq_n_f32(0), acc1 = vdupq_n_f32(0);                              \
+        for (int64_t i = 0; i < n / QK4_0; i++) {                                              \
+            uint8x16_t b = vld1q_u8(x[i].qs);                                                  \
+            int8x16_t lo = vsubq_s8(vreinterpretq_s8_u8(vandq_u8(b, m4)), s8);                 \
+            int8x16_t hi = vsubq_s8(vreinterpretq_s8_u8(vshrq_n_u8(b, 4)), s8);                \
+            int32x4_t p = vdupq_n_s32(0);                                                      \
+            p = DOT16(p, lo, vld1q_s8(y[i].qs));                                               \
+            p = DOT16(p, hi, vld1q_s8(y[i].qs + 16));                                          \
+            float d = tb_fp16_to_fp32(x[i].d) * tb_fp16_to_fp32(y[i].d);                      \
+            if (i & 1) acc1 = vfmaq_n_f32(acc1, vcvtq_f32_s32(p), d);                          \
+            else acc0 = vfmaq_n_f32(acc0, vcvtq_f32_s32(p), d);                                \
+        }                                                                                      \
+        *s = vaddvq_f32(vaddq_f32(acc0, acc1));                                                \
+    }                                                                                          \
+    /* codes q in {0,1,2}: dot(q - 1, y) = dot(q, y) - sum(bsums) */                           \
+    ATTR static void dot_tq2_0_##sfx(int64_t n, float *s, const void *w, const void *a) {     \
+        const block_tq2_0 *x = w;                                                              \
+        const block_q8_K *y = a;                                                               \
+        const uint8x16_t m3 = vdupq_n_u8(3);                                                   \
+        float32x4_t acc = vdupq_n_f32(0);                                                      \
+        for (int64_t i = 0; i < n / QK_K; i++) {                                               \
+            int32x4_t p = vdupq_n_s32(0);                                                      \
+            for (int h = 0; h < 2; h++)                                                        \
+                for (int k = 0; k < 2; k++) {                                                  \
+                    uint8x16_t q = vld1q_u8(x[i].qs + 32 * h + 16 * k);                        \
+                    const int8_t *yq = y[i].qs + 128 * h + 16 * k;                             \
+                    p = DOT16(p, vreinterpretq_s8_u8(vandq_u8(q, m3)), vld1q_s8(yq));          \
+                    p = DOT16(p, vreinterpretq_s8_u8(vandq_u8(vshrq_n_u8(q, 2), m3)), vld1q_s8(yq + 32)); \
+                    p = DOT16(p, vreinterpretq_s8_u8(vandq_u8(vshrq_n_u8(q, 4), m3)), vld1q_s8(yq + 64)); \
+                    p = DOT16(p, vreinterpretq_s8_u8(vshrq_n_u8(q, 6)), vld1q_s8(yq + 96));    \
+                }                                                                              \
+            int16x8_t bs = vaddq_s16(vld1q_s16(y[i].bsums), vld1q_s16(y[i].bsums + 8));        \
+            p = vsubq_s32(p, vpaddlq_s16(bs));                                                 \
+            acc = vfmaq_n_f32(acc, vcvtq_f32_s32(p), tb_fp16_to_fp32(x[i].d) * y[i].d);       \
+        }                                                                                      \
+        *s = vaddvq_f32(acc);                                                                  \
+    }
+
+NEON_BODIES(base, DOT16_BASE, )
+NEON_BODIES(sdot, DOT16_SDOT, __attribute__((target("arch=armv8.2-a+dotprod"))))
+
+static void dot_f32(int64_t n, float *s, const void *w, const void *a) {
+    const float *x = w, *y = a;
+    float32x4_t acc0 = vdupq_n_f32(0), acc1 = vdupq_n_f32(0);
+    int64_t j = 0;
+    for (; j + 8 <= n; j += 8) {
+        acc0 = vfmaq_f32(acc0, vld1q_f32(x + j), vld1q_f32(y + j));
+        acc1 = vfmaq_f32(acc1, vld1q_f32(x + j + 4), vld1q_f32(y + j + 4));
+    }
+    float r = vaddvq_f32(vaddq_f32(acc0, acc1));
+    for (; j < n; j++) r += x[j] * y[j];
+    *s = r;
+}
+
+/* ---------------------------------------------------------------------- */
+/* matvec / gemm                                                            */
+/* ---------------------------------------------------------------------- */
+
+#define NEON_KERNELS(fmt)                                                                   \
+    static void matvec_##fmt(const void *W, size_t ws, const void *a, float *y,            \
+                             int64_t r0, int64_t r1, int64_t n) {                          \
+        for (int64_t r = r0; r < r1; r++) dot_##fmt(n, &y[r], (const uint8_t *)W + (size_t)r * ws, a); \
+    }                                                                                      \
+    static void gemm_##fmt(const void *W, size_t ws, const void *A, size_t as, int64_t nt,   \
+                           float *Y, int64_t ldy, int64_t r0, int64_t r1, int64_t n) {     \
+        for (int64_t r = r0; r < r1; r++)                                                  \
+            for (int64_t t = 0; t < nt; t++)                                               \
+                dot_##fmt(n, &Y[t * ldy + r], (const uint8_t *)W + (size_t)r * ws,         \
+                          (const uint8_t *)A + (size_t)t * as);                            \
+    }
+
+NEON_KERNELS(q8_0_base)
+NEON_KERNELS(q4_0_base)
+NEON_KERNELS(tq2_0_base)
+NEON_KERNELS(q8_0_sdot)
+NEON_KERNELS(q4_0_sdot)
+NEON_KERNELS(tq2_0_sdot)
+NEON_KERNELS(f32)
+
+#define SET(wt, fmt)                          \
+    do {                                      \
+        k->t[wt].vec_dot = dot_##fmt;         \
+        k->t[wt].matvec = matvec_##fmt;       \
+        k->t[wt].gemm = gemm_##fmt;           \
+    } while (0)
+
+static uint64_t read_sum(const void *p, size_t n) {
+    const uint64_t *v = p;
+    uint64x2_t s0 = vdupq_n_u64(0), s1 = s0, s2 = s0, s3 = s0;
+    for (size_t i = 0; i < n / 8; i += 8) {
+        s0 = vaddq_u64(s0, vld1q_u64(v + i));
+        s1 = vaddq_u64(s1, vld1q_u64(v + i + 2));
+        s2 = vaddq_u64(s2, vld1q_u64(v + i + 4));
+        s3 = vaddq_u64(s3, vld1q_u64(v + i + 6));
+    }
+    return vaddvq_u64(vaddq_u64(vaddq_u64(s0, s1), vaddq_u64(s2, s3)));
+}
+
+void tb_kernels_fill_neon(tb_kernels_t *k) {
+    if (tb_cpu.dotprod) {
+        k->features = "neon,dotprod";
+        SET(TB_TYPE_Q8_0, q8_0_sdot);
+        SET(TB_TYPE_Q4_0, q4_0_sdot);
+        SET(TB_TYPE_TQ2_0, tq2_0_sdot);
+    } else {
+        k->features = "neon";
+        SET(TB_TYPE_Q8_0, q8_0_base);
+        SET(TB_TYPE_Q4_0, q4_0_base);
+        SET(TB_TYPE_TQ2_0, tq2_0_base);
+    }
+    SET(TB_TYPE_F32, f32);
+    k->read_sum = read_sum;
+}
+#endif
