@@ -42,8 +42,11 @@ void tb_quantize_row_q4_K_ref(const float *x, void *vy, int64_t n) {
     const int64_t nb = n / QK_K;
     for (int64_t i = 0; i < nb; i++) {
         const float *xb = x + i * QK_K;   // (256)
-        uint8_t L[QK_K], aux[32];         // (256), (32)
-        float w[32], scales[QK_K / 32], mins[QK_K / 32];
+        uint8_t L[QK_K];                  // (256) 4-bit codes
+        uint8_t aux[32];                  // (32) search scratch
+        float w[32];                      // (32) search weights of one sub-block
+        float scales[QK_K / 32];          // (8) sub-block scales, unquantized
+        float mins[QK_K / 32];            // (8) sub-block mins, unquantized
         float max_scale = 0.0f, max_min = 0.0f;
         for (int j = 0; j < QK_K / 32; j++) {
             const float *xs = xb + 32 * j;   // (32)

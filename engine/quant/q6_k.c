@@ -39,7 +39,7 @@ void tb_quantize_row_q6_K_ref(const float *x, void *vy, int64_t n) {
     for (int64_t i = 0; i < nb; i++) {
         const float *xb = x + i * QK_K;   // (256)
         uint8_t L[QK_K];                  // (256) biased codes 0..63
-        float scales[QK_K / 16];
+        float scales[QK_K / 16];          // (16) sub-block scales, unquantized
         float max_scale = 0.0f, max_abs = 0.0f;
         for (int j = 0; j < QK_K / 16; j++) {
             scales[j] = tb_search_scale_sym(16, 32, xb + 16 * j, L + 16 * j);

@@ -10,6 +10,7 @@
 
 #include "quant/quant.h"
 #include "quant/scale_search.h"
+#include "quant/rounding.h"
 #include "qtest.h"
 
 #include <stdio.h>
@@ -137,8 +138,25 @@ static void test_scale_sym(void **state) {
     for (int i = 0; i < 16; i++) assert_int_equal(L[i], 0);
 }
 
+/* Rounding helper: nearest integer, ties to even, both signs. */
+static void test_nearest_int(void **state) {
+    (void)state;
+    static const float in[] = {0.0f, -0.0f, 0.4f, 0.5f, 1.5f, 2.5f, -0.5f, -1.5f, -2.5f,
+                               -0.6f, 63.49f, 127.5f, -128.5f, 1000000.5f};
+    static const int want[] = {0, 0, 0, 0, 2, 2, 0, -2, -2, -1, 63, 128, -128, 1000000};
+    for (size_t i = 0; i < sizeof in / sizeof in[0]; i++)
+        if (tb_nearest_int(in[i]) != want[i])
+            fail_msg("nearest_int(%g) = %d, want %d", in[i], tb_nearest_int(in[i]), want[i]);
+    qt_rng_t r = {3};
+    for (int i = 0; i < 100000; i++) {
+        float f = (float)((qt_uniform(&r) - 0.5) * 2000.0);
+        assert_int_equal(tb_nearest_int(f), (int)nearbyintf(f));
+    }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_nearest_int),
         cmocka_unit_test(test_scale_min),
         cmocka_unit_test(test_scale_sym),
     };
