@@ -158,7 +158,7 @@ static void test_values_and_defaults(void **state) {
     assert_non_null(strstr(p.normalized, "repetitions = 3\n"));
     assert_non_null(strstr(p.normalized, "throttle_pct = 12.5%\n"));
     assert_non_null(strstr(p.normalized, "record_tokens = false\n"));
-    assert_non_null(strstr(p.normalized, "; prompt_file content: 22 bytes, sha256 "));
+    assert_non_null(strstr(p.normalized, "; prompt_file content: 23 bytes, sha256 "));
     assert_null(strstr(p.normalized, "inline comment"));
     int n_keys = 0;
     for (const char *q = p.normalized; (q = strstr(q, " = ")); q++) n_keys++;
