@@ -4,7 +4,9 @@
  * through /proc/self/fd, so the reader maps exactly the fuzzer's bytes;
  * a successful open is walked end to end.
  */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #include "ternbench.h"
 
 #include <stdio.h>

@@ -1,4 +1,7 @@
 /* gguf_fixture.c — see gguf_fixture.h. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE   /* memfd_create */
+#endif
 #include "gguf_fixture.h"
 
 #include <dirent.h>
