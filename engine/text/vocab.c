@@ -286,12 +286,15 @@ static void add_eog(tb_tokenizer_t *t, int32_t id) {
     t->eog[t->n_eog++] = id;
 }
 
-/* End-of-generation set: eos, eot, eom, plus special tokens whose text is
- * one of the usual end-of-turn markers (llama.cpp's auto-detected list). */
+/* End-of-generation set: eos, eot, eom, plus tokens whose text is one of
+ * the usual end-of-turn markers. As llama.cpp, such marker tokens are
+ * made control tokens whatever their stored type (so they are neither
+ * matched in text without parse_special nor printed). */
 static int collect_eog(tb_tokenizer_t *t, const tb_gguf_t *g) {
     static const char *const names[] = {
         "<|eot_id|>", "<|im_end|>", "<|end|>", "<|return|>", "<|call|>", "<end_of_turn>",
         "<|endoftext|>", "<|eom_id|>", "<EOT>", "_<EOT>", "<|end_of_text|>", "<end_of_utterance>",
+        "<\xEF\xBD\x9C" "end\xE2\x96\x81of\xE2\x96\x81sentence\xEF\xBD\x9C>",   /* DeepSeek */
     };
     int32_t eot, eom;
     int rc = get_id(g, "tokenizer.ggml.eot_token_id", t->n_vocab, -1, &eot);
@@ -302,8 +305,9 @@ static int collect_eog(tb_tokenizer_t *t, const tb_gguf_t *g) {
     add_eog(t, eom);
     for (size_t k = 0; k < TB_ARRAY_LEN(names); k++) {
         int32_t id = tb_vocab_find(t, names[k], strlen(names[k]));
-        if (id >= 0 && (t->type[id] == TB_TOKTYPE_CONTROL || t->type[id] == TB_TOKTYPE_USER_DEFINED))
-            add_eog(t, id);
+        if (id < 0) continue;
+        add_eog(t, id);
+        t->type[id] = TB_TOKTYPE_CONTROL;
     }
     return TB_OK;
 }
@@ -341,7 +345,6 @@ static int load(tb_tokenizer_t *t, const tb_gguf_t *g) {
     if ((rc = load_tokens(t, g)) != TB_OK) return rc;
     if ((rc = build_token_map(t)) != TB_OK) return rc;
     if (t->model == TB_TOK_BPE && (rc = load_merges(t, g)) != TB_OK) return rc;
-    if ((rc = collect_specials(t)) != TB_OK) return rc;
 
     /* defaults as llama.cpp: SPM has <unk>=0 <s>=1 </s>=2, adds BOS and a
      * space prefix; BPE adds nothing unless told (llama3 adds BOS) */
@@ -358,7 +361,8 @@ static int load(tb_tokenizer_t *t, const tb_gguf_t *g) {
         (rc = get_flag(g, "tokenizer.ggml.add_eos_token", &t->add_eos)) ||
         (rc = get_flag(g, "tokenizer.ggml.add_space_prefix", &t->add_space_prefix)))
         return rc;
-    if ((rc = collect_eog(t, g)) != TB_OK) return rc;
+    if ((rc = collect_eog(t, g)) != TB_OK) return rc;          /* may retype tokens */
+    if ((rc = collect_specials(t)) != TB_OK) return rc;
 
     if (spm) {
         build_byte_table(t);

@@ -119,7 +119,7 @@ static void alpha(unsigned b, char out[3]) {
 }
 
 static char bytes_storage[256][3];
-enum { B_HE = 256, B_LL, B_HELL, B_HELLO, B_GW, B_EL, B_12, B_AS, B_AS_UP, B_END, B_TOOL, B_N };
+enum { B_HE = 256, B_LL, B_HELL, B_HELLO, B_GW, B_EL, B_12, B_AS, B_AS_UP, B_END, B_TOOL, B_IMEND, B_N };
 
 static vocab_t bpe_vocab(void) {
     vocab_t v = {0};
@@ -138,6 +138,7 @@ static vocab_t bpe_vocab(void) {
     add(&v, "'S", 1, 0);
     add(&v, "<|end|>", 3, 0);                     /* control */
     add(&v, "<tool>", 4, 0);                      /* user-defined */
+    add(&v, "<|im_end|>", 1, 0);                  /* end-of-turn marker stored as normal */
     const char *merges[] = {"l l", "h e", "he ll", "hell o", "\xC4\xA0 w", "e l", "1 2", "' s", "' S"};
     for (size_t i = 0; i < sizeof merges / sizeof *merges; i++) v.merges[v.n_merges++] = merges[i];
     return v;
@@ -152,6 +153,12 @@ static void test_bpe_merges(void **state) {
     assert_int_equal(tb_tokenizer_bos(t), B_END);
     assert_true(tb_tokenizer_is_eog(t, B_END));
     assert_false(tb_tokenizer_is_eog(t, 'a'));
+    /* an end-of-turn marker is end-of-generation and becomes a control token */
+    assert_true(tb_tokenizer_is_eog(t, B_IMEND));
+    char piece[16];
+    assert_int_equal(tb_token_to_bytes(t, B_IMEND, false, piece, sizeof piece), 0);
+    assert_int_equal(tb_token_to_bytes(t, B_IMEND, true, piece, sizeof piece), 10);
+    EXPECT(t, "<|im_end|>", false, true, B_IMEND);
 
     EXPECT(t, "hello", false, false, B_HELLO);
     /* "ll" (rank 0) beats "el" (rank 5): e + ll, never el + l */
