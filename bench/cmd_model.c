@@ -79,7 +79,8 @@ static int model_synth(int argc, char **argv) {
         case 'o': out = optarg; break;
         case 'T': {
             tb_type_t t;
-            if (tb_type_from_name(optarg, &t) != TB_OK) return usage_error("synth", "unknown --type '%s'", optarg);
+            if (tb_type_from_name(optarg, &t) != TB_OK || t == TB_TYPE_Q8_K)
+                return usage_error("synth", "--type expects f32, f16, bf16, q8_0, q4_0, q4_k, q6_k, tq1_0 or tq2_0, got '%s'", optarg);
             p.type = (int)t;
             break;
         }
@@ -241,8 +242,8 @@ static int model_quantize(int argc, char **argv) {
     while ((c = getopt_long(argc, argv, ":", opts, NULL)) != -1) {
         switch (c) {
         case 'T':
-            if (tb_type_from_name(optarg, &type) != TB_OK)
-                return usage_error("quantize", "unknown --type '%s'", optarg);
+            if (tb_type_from_name(optarg, &type) != TB_OK || type == TB_TYPE_Q8_K)
+                return usage_error("quantize", "--type expects f32, f16, bf16, q8_0, q4_0, q4_k, q6_k, tq1_0 or tq2_0, got '%s'", optarg);
             break;
         case ':': return usage_error("quantize", "option %s needs a value", argv[optind - 1]);
         default: return usage_error("quantize", "unknown option '%s'", argv[optind - 1]);

@@ -147,6 +147,7 @@ static void test_usage_errors_exit_2(void **state) {
     const char *bad[] = {
         "model", "model frobnicate", "model synth", "model synth --preset llama-tiny",
         "model synth --preset nope --out x.gguf", "model synth --preset llama-tiny --out x.gguf --type q9_9",
+        "model synth --preset llama-tiny --out x.gguf --type q8_k",
         "model synth --preset llama-tiny --out x.gguf --seed -4", "model info",
         "model info a.gguf b.gguf", "model info a.gguf --ctx many", "model quantize a.gguf",
         "model quantize a.gguf b.gguf", "model quantize a.gguf b.gguf --type zz",
