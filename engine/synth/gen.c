@@ -142,7 +142,7 @@ int synth_fill_rows(const synth_tensor_t *t, synth_rng_t *r, int64_t rows, void 
     const int64_t n = t->ne[0];
     const size_t row_bytes = tb_type_row_bytes(t->type, n);
     const int64_t nb = n / tb_type_block_elems(t->type);
-    uint8_t *out = dst;
+    uint8_t *out = dst;   // (rows, row_bytes); scratch: (n)
     for (int64_t ir = 0; ir < rows; ir++, out += row_bytes) {
         if (t->init == SYNTH_INIT_WEIGHT) {
             switch (t->type) {

@@ -129,8 +129,8 @@ int tb_quantize_model(const char *in_path, const char *out_path, tb_type_t type,
     tb_gguf_t *g = NULL;
     tb_gguf_writer_t *w = NULL;
     tb_pool_t *pool = NULL;
-    tb_type_t *types = NULL;
-    uint8_t *buf = NULL;
+    tb_type_t *types = NULL;      /* (n_tensors) output type of each tensor */
+    uint8_t *buf = NULL;          /* (cap) one batch of converted rows      */
     conv_job_t job = {0};
     int rc = tb_gguf_open(in_path, &g);
     if (rc != TB_OK) return rc;

@@ -117,7 +117,7 @@ typedef struct stream_state {
     const synth_plan_t *pl;
     tb_pool_t *pool;
     writer_ctx_t *wx;
-    uint8_t *buf[2];
+    uint8_t *buf[2];              /* 2 x (buf_cap): filled / being written   */
     size_t buf_cap;
     int cur;
     uint64_t done;
