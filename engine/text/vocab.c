@@ -93,25 +93,34 @@ static int get_array(const tb_gguf_t *g, const char *key, tb_gguf_value_t *arr, 
     return TB_OK;
 }
 
-/* Optional token id key: -1 (or `dflt`) when absent, range-checked. */
+/* Optional token id key: `dflt` when absent; an id outside the vocab
+ * (negative, or of the full model in a vocab-only file) counts as absent,
+ * as llama.cpp ignores it. */
 static int get_id(const tb_gguf_t *g, const char *key, int32_t n_vocab, int32_t dflt, int32_t *out) {
-    uint32_t v;
-    int rc = tb_gguf_get_u32(g, key, &v);
+    int64_t v;
+    int rc = tb_gguf_get_i64(g, key, &v);
     if (rc == TB_ERR_NOT_FOUND) {
         tb_clear_error();
         *out = dflt < n_vocab ? dflt : -1;
         return TB_OK;
     }
     if (rc != TB_OK) return rc;
-    /* llama.cpp ignores out-of-range ids; so do we (a vocab-only file may
-     * carry ids of the full model). */
-    *out = v < (uint32_t)n_vocab ? (int32_t)v : -1;
+    *out = (v >= 0 && v < n_vocab) ? (int32_t)v : -1;
     return TB_OK;
 }
 
+/* Optional flag: a bool, or any integer (non-zero = true). */
 static int get_flag(const tb_gguf_t *g, const char *key, bool *inout) {
     bool v;
     int rc = tb_gguf_get_bool(g, key, &v);
+    if (rc == TB_ERR_FORMAT) {
+        int64_t i;
+        if (tb_gguf_get_i64(g, key, &i) == TB_OK) {
+            tb_clear_error();
+            *inout = i != 0;
+            return TB_OK;
+        }
+    }
     if (rc == TB_ERR_NOT_FOUND) { tb_clear_error(); return TB_OK; }
     if (rc != TB_OK) return rc;
     *inout = v;
@@ -339,7 +348,11 @@ static int load(tb_tokenizer_t *t, const tb_gguf_t *g) {
                       "(expected 'llama' or 'gpt2')", tb_gguf_path(g), model);
     }
     rc = tb_gguf_get_str(g, "tokenizer.ggml.pre", t->pre, sizeof t->pre);
-    if (rc == TB_ERR_NOT_FOUND) { tb_clear_error(); t->pre[0] = '\0'; rc = TB_OK; }
+    if (rc == TB_ERR_NOT_FOUND || rc == TB_ERR_RANGE) {   /* absent or unknown: the default */
+        tb_clear_error();
+        t->pre[0] = '\0';
+        rc = TB_OK;
+    }
     if (rc != TB_OK) return rc;
 
     if ((rc = load_tokens(t, g)) != TB_OK) return rc;

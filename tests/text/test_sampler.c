@@ -16,6 +16,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <pthread.h>
+
 #include "ternbench.h"
 
 #define OK(x) assert_int_equal((x), TB_OK)
@@ -222,6 +224,31 @@ static void test_large_vocab_top_p(void **state) {
     free(l);
 }
 
+/* The same seed gives the same tokens whichever thread samples. */
+typedef struct draw_job { const float *l; int n; int32_t out[64]; } draw_job_t;
+
+static void *draw64(void *arg) {
+    draw_job_t *j = arg;
+    tb_sampler_t *s = mk(0.8f, 50, 0.9f, 0.02f, 2024);
+    for (int i = 0; i < 64; i++) j->out[i] = tb_sampler_sample(s, j->l, j->n);
+    tb_sampler_free(s);
+    return NULL;
+}
+
+static void test_thread_independent(void **state) {
+    (void)state;
+    float l[4096];
+    fill_logits(l, 4096, 9);
+    draw_job_t main_job = {l, 4096, {0}}, jobs[2] = {{l, 4096, {0}}, {l, 4096, {0}}};
+    draw64(&main_job);
+    pthread_t th[2];
+    for (int i = 0; i < 2; i++) assert_int_equal(pthread_create(&th[i], NULL, draw64, &jobs[i]), 0);
+    for (int i = 0; i < 2; i++) {
+        pthread_join(th[i], NULL);
+        assert_memory_equal(jobs[i].out, main_job.out, sizeof main_job.out);
+    }
+}
+
 static void test_bad_params(void **state) {
     (void)state;
     tb_sampler_t *s = NULL;
@@ -242,6 +269,7 @@ int main(void) {
         cmocka_unit_test(test_top_p),
         cmocka_unit_test(test_min_p),
         cmocka_unit_test(test_large_vocab_top_p),
+        cmocka_unit_test(test_thread_independent),
         cmocka_unit_test(test_bad_params),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -15,6 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <pthread.h>
+
 #include "ternbench.h"
 
 #define SEP "\n__ggml_vocab_test__\n"
@@ -170,6 +172,69 @@ static void run_vectors(const char *name, bool spm) {
     tb_gguf_close(g);
 }
 
+/* One tokenizer shared by threads: each thread encodes every case many
+ * times and must get what the main thread got. */
+typedef struct shared_job {
+    const tb_tokenizer_t *t;
+    const char *inp;
+    int32_t *want;            /* (n_cases, 256) main-thread ids */
+    int *nwant;
+    int n_cases;
+    int bad;
+} shared_job_t;
+
+static void *encode_all(void *arg) {
+    shared_job_t *j = arg;
+    for (int rep = 0; rep < 20; rep++) {
+        const char *s = j->inp;
+        for (int c = 0; c < j->n_cases; c++) {
+            const char *sep = strstr(s, SEP);
+            int32_t got[256];
+            int n = tb_tokenize(j->t, s, (size_t)(sep - s), false, false, got, 256);
+            if (n != j->nwant[c] || memcmp(got, j->want + 256 * c, (size_t)n * sizeof *got)) j->bad++;
+            s = sep + strlen(SEP);
+        }
+    }
+    return NULL;
+}
+
+static void test_threads(void **state) {
+    (void)state;
+    char path[4096], inp_path[4200];
+    snprintf(path, sizeof path, "%s/tokenizer/ggml-vocab-gpt-2.gguf", shared_dir());
+    snprintf(inp_path, sizeof inp_path, "%s.inp", path);
+    tb_gguf_t *g;
+    if (tb_gguf_open(path, &g) != TB_OK) skip();
+    tb_tokenizer_t *t;
+    assert_int_equal(tb_tokenizer_from_gguf(g, &t), TB_OK);
+    size_t ilen;
+    char *inp = slurp(inp_path, &ilen);
+    assert_non_null(inp);
+    enum { MAXC = 128 };
+    int32_t *want = malloc(sizeof(int32_t) * 256 * MAXC);
+    int nwant[MAXC], n_cases = 0;
+    assert_non_null(want);
+    for (const char *s = inp, *sep; (sep = strstr(s, SEP)) && n_cases < MAXC; s = sep + strlen(SEP)) {
+        nwant[n_cases] = tb_tokenize(t, s, (size_t)(sep - s), false, false, want + 256 * n_cases, 256);
+        assert_true(nwant[n_cases] >= 0 && nwant[n_cases] <= 256);
+        n_cases++;
+    }
+    shared_job_t jobs[3];
+    pthread_t th[3];
+    for (int i = 0; i < 3; i++) {
+        jobs[i] = (shared_job_t){t, inp, want, nwant, n_cases, 0};
+        assert_int_equal(pthread_create(&th[i], NULL, encode_all, &jobs[i]), 0);
+    }
+    for (int i = 0; i < 3; i++) {
+        pthread_join(th[i], NULL);
+        assert_int_equal(jobs[i].bad, 0);
+    }
+    free(want);
+    free(inp);
+    tb_tokenizer_free(t);
+    tb_gguf_close(g);
+}
+
 static void test_gpt2(void **state) {
     (void)state;
     run_vectors("ggml-vocab-gpt-2.gguf", false);
@@ -184,6 +249,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_gpt2),
         cmocka_unit_test(test_llama_spm),
+        cmocka_unit_test(test_threads),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
