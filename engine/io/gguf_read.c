@@ -529,6 +529,9 @@ static int parse(tb_gguf_t *g) {
     }
     if (!rc) rc = build_index(g, &c, &g->tensor_index, g->n_tensors, tensor_name, tensor_at, "tensor name");
     if (!rc) {
+        /* The data section starts at the aligned end of the infos. A file
+         * without tensors may end before that (no padding written): then
+         * data_off lies past the end, which is harmless as nothing is read. */
         g->data_off = tb_gguf_align_up(c.pos, g->alignment);
         rc = check_offsets(g, &c);
     }
