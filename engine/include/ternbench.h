@@ -278,7 +278,11 @@ int tb_gguf_writer_finish(tb_gguf_writer_t *w);
 typedef struct tb_tokenizer tb_tokenizer_t;
 
 /* Build from tokenizer.ggml.* metadata (model "llama" = SentencePiece BPE
- * with byte fallback, "gpt2" = byte-level BPE with tokenizer.ggml.pre). */
+ * with byte fallback, "gpt2" = byte-level BPE with tokenizer.ggml.pre).
+ * Pre-tokenizers follow llama.cpp's names (gpt-2, qwen2, llama3, ...; see
+ * engine/text/pretok.c); an absent or unknown tokenizer.ggml.pre falls back
+ * to the GPT-2 pattern. The tokenizer copies what it needs (it may outlive
+ * g) and is immutable: tb_tokenize may run on many threads at once. */
 int  tb_tokenizer_from_gguf(const tb_gguf_t *g, tb_tokenizer_t **out);
 void tb_tokenizer_free(tb_tokenizer_t *t);
 
