@@ -78,8 +78,8 @@ static int build_token_map(tb_tokenizer_t *t) {
 /* Metadata helpers                                                       */
 /* ===================================================================== */
 
-/* Array key `key` with n elements of a type accepted by `ok`, or absent
- * (*found false). */
+/* Array-valued key `key`, or absent (*found false). Optional keys are
+ * looked up before they are read, so an absent key sets no error. */
 static int get_array(const tb_gguf_t *g, const char *key, tb_gguf_value_t *arr, bool *found) {
     *found = false;
     int64_t i = tb_gguf_find_kv(g, key);
@@ -97,13 +97,12 @@ static int get_array(const tb_gguf_t *g, const char *key, tb_gguf_value_t *arr, 
  * (negative, or of the full model in a vocab-only file) counts as absent,
  * as llama.cpp ignores it. */
 static int get_id(const tb_gguf_t *g, const char *key, int32_t n_vocab, int32_t dflt, int32_t *out) {
-    int64_t v;
-    int rc = tb_gguf_get_i64(g, key, &v);
-    if (rc == TB_ERR_NOT_FOUND) {
-        tb_clear_error();
+    if (tb_gguf_find_kv(g, key) < 0) {
         *out = dflt < n_vocab ? dflt : -1;
         return TB_OK;
     }
+    int64_t v;
+    int rc = tb_gguf_get_i64(g, key, &v);
     if (rc != TB_OK) return rc;
     *out = (v >= 0 && v < n_vocab) ? (int32_t)v : -1;
     return TB_OK;
@@ -111,20 +110,23 @@ static int get_id(const tb_gguf_t *g, const char *key, int32_t n_vocab, int32_t 
 
 /* Optional flag: a bool, or any integer (non-zero = true). */
 static int get_flag(const tb_gguf_t *g, const char *key, bool *inout) {
-    bool v;
-    int rc = tb_gguf_get_bool(g, key, &v);
-    if (rc == TB_ERR_FORMAT) {
-        int64_t i;
-        if (tb_gguf_get_i64(g, key, &i) == TB_OK) {
-            tb_clear_error();
-            *inout = i != 0;
-            return TB_OK;
-        }
-    }
-    if (rc == TB_ERR_NOT_FOUND) { tb_clear_error(); return TB_OK; }
+    int64_t k = tb_gguf_find_kv(g, key);
+    tb_gguf_value_t v;
+    if (k < 0) return TB_OK;
+    int rc = tb_gguf_kv_value(g, k, &v);
     if (rc != TB_OK) return rc;
-    *inout = v;
-    return TB_OK;
+    switch (v.type) {
+    case TB_GGUF_BOOL: case TB_GGUF_UINT8: case TB_GGUF_UINT16: case TB_GGUF_UINT32:
+    case TB_GGUF_UINT64:
+        *inout = v.v.u64 != 0;
+        return TB_OK;
+    case TB_GGUF_INT8: case TB_GGUF_INT16: case TB_GGUF_INT32: case TB_GGUF_INT64:
+        *inout = v.v.i64 != 0;
+        return TB_OK;
+    default:
+        return tb_err(TB_ERR_FORMAT, "%s: key '%s': expected a bool, found %s", tb_gguf_path(g),
+                      key, tb_gguf_vtype_name(v.type));
+    }
 }
 
 /* ===================================================================== */
@@ -347,13 +349,19 @@ static int load(tb_tokenizer_t *t, const tb_gguf_t *g) {
         return tb_err(TB_ERR_UNSUPPORTED, "%s: tokenizer.ggml.model '%s' is not supported "
                       "(expected 'llama' or 'gpt2')", tb_gguf_path(g), model);
     }
-    rc = tb_gguf_get_str(g, "tokenizer.ggml.pre", t->pre, sizeof t->pre);
-    if (rc == TB_ERR_NOT_FOUND || rc == TB_ERR_RANGE) {   /* absent or unknown: the default */
-        tb_clear_error();
-        t->pre[0] = '\0';
-        rc = TB_OK;
+    t->pre[0] = '\0';                           /* absent: the default pre-tokenizer */
+    int64_t k = tb_gguf_find_kv(g, "tokenizer.ggml.pre");
+    tb_gguf_value_t pre;
+    if (k >= 0) {
+        if ((rc = tb_gguf_kv_value(g, k, &pre)) != TB_OK) return rc;
+        if (pre.type != TB_GGUF_STRING)
+            return tb_err(TB_ERR_FORMAT, "%s: key 'tokenizer.ggml.pre': expected a string, found %s",
+                          tb_gguf_path(g), tb_gguf_vtype_name(pre.type));
+        if (pre.v.str.len < sizeof t->pre) {      /* longer: no known name, the default */
+            memcpy(t->pre, pre.v.str.ptr, pre.v.str.len);
+            t->pre[pre.v.str.len] = '\0';
+        }
     }
-    if (rc != TB_OK) return rc;
 
     if ((rc = load_tokens(t, g)) != TB_OK) return rc;
     if ((rc = build_token_map(t)) != TB_OK) return rc;
