@@ -119,7 +119,7 @@ static void alpha(unsigned b, char out[3]) {
 }
 
 static char bytes_storage[256][3];
-enum { B_HE = 256, B_LL, B_HELL, B_HELLO, B_GW, B_EL, B_12, B_AS, B_AS_UP, B_END, B_TOOL, B_IMEND, B_N };
+enum { B_HE = 256, B_LL, B_HELL, B_HELLO, B_GW, B_EL, B_12, B_AS, B_AS_UP, B_END, B_TOOL, B_IMEND, B_TOOLX, B_N };
 
 static vocab_t bpe_vocab(void) {
     vocab_t v = {0};
@@ -139,6 +139,7 @@ static vocab_t bpe_vocab(void) {
     add(&v, "<|end|>", 3, 0);                     /* control */
     add(&v, "<tool>", 4, 0);                      /* user-defined */
     add(&v, "<|im_end|>", 1, 0);                  /* end-of-turn marker stored as normal */
+    add(&v, "<tool>x", 4, 0);                     /* user-defined, longer than <tool> */
     const char *merges[] = {"l l", "h e", "he ll", "hell o", "\xC4\xA0 w", "e l", "1 2", "' s", "' S"};
     for (size_t i = 0; i < sizeof merges / sizeof *merges; i++) v.merges[v.n_merges++] = merges[i];
     return v;
@@ -183,6 +184,9 @@ static void test_bpe_merges(void **state) {
     assert_true(n > 3);
     for (int i = 0; i < n; i++) assert_int_not_equal(ids[i], B_END);
     EXPECT(t, "<tool>he", false, false, B_TOOL, B_HE);
+    /* the longest special text wins wherever it starts */
+    EXPECT(t, "<tool>x<tool>", false, false, B_TOOLX, B_TOOL);
+    EXPECT(t, "he<tool>xhe", false, false, B_HE, B_TOOLX, B_HE);
     EXPECT(t, "<|end|><|end|>", false, true, B_END, B_END);
 
     /* add_bos is false in this file: add_special adds nothing */
