@@ -144,6 +144,7 @@ typedef struct gen_state {
     tb_sampler_t *smp;
     tb_detok_t *d;
     int32_t *ids;
+    bool streamed;            /* text already on stdout: errors start a new line */
 } gen_state_t;
 
 static void gen_free(gen_state_t *g) {
@@ -155,7 +156,7 @@ static void gen_free(gen_state_t *g) {
 }
 
 static int engine_error(gen_state_t *g) {
-    fprintf(stderr, "\nternbench generate: %s\n", tb_last_error());
+    fprintf(stderr, "%sternbench generate: %s\n", g->streamed ? "\n" : "", tb_last_error());
     gen_free(g);
     return 1;
 }
@@ -227,6 +228,7 @@ int cmd_generate(int argc, char **argv) {
             fwrite(out, 1, (size_t)k, stdout);
         }
         fflush(stdout);
+        g.streamed = true;
         if (tb_session_eval(g.s, &t, 1, false) != TB_OK) return engine_error(&g);
     }
     uint64_t t_decode = tb_now_ns() - t0;

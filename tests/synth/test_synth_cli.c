@@ -172,6 +172,7 @@ static void test_engine_errors_exit_1(void **state) {
     assert_int_equal(strncmp(err, "ternbench model info: ", 22), 0);
     assert_non_null(strstr(err, "/nonexistent/m.gguf"));
     assert_int_equal(run("generate -m /nonexistent/m.gguf", NULL, NULL), 1);
+    assert_int_equal(strncmp(slurp("err.txt"), "ternbench generate: ", 20), 0);
     assert_int_equal(run("tokenize -m /nonexistent/m.gguf --text hi", NULL, NULL), 1);
     char args[1024];
     snprintf(args, sizeof args, "detokenize -m '%s' 99999", model);   /* id out of range */
