@@ -183,6 +183,41 @@ static void test_top_p(void **state) {
     }
 }
 
+/* 64 candidates: top-p without top-k goes through the selection path
+ * (more than a small sort); the kept set and its weights must match the
+ * definition computed here by a plain sort. */
+static void test_top_p_selection(void **state) {
+    (void)state;
+    enum { N = 64 };
+    float l[N];
+    bool all[N], keep[N];
+    double p0[N], p[N];
+    for (int i = 0; i < N; i++) {
+        l[i] = 0.09f * (float)((i * 37) % N);          /* distinct, shuffled */
+        all[i] = true;
+        keep[i] = false;
+    }
+    expected(l, N, 0.7f, all, p0);
+    int order[N];
+    for (int i = 0; i < N; i++) order[i] = i;
+    for (int i = 1; i < N; i++)                         /* insertion sort by p desc */
+        for (int j = i; j > 0 && p0[order[j]] > p0[order[j - 1]]; j--) {
+            int x = order[j]; order[j] = order[j - 1]; order[j - 1] = x;
+        }
+    double cum = 0;
+    int kept = 0;
+    for (int i = 0; i < N && cum < 0.6; i++) {
+        keep[order[i]] = true;
+        cum += p0[order[i]];
+        kept++;
+    }
+    assert_true(kept > 4 && kept < N - 4);
+    expected(l, N, 0.7f, keep, p);
+    tb_sampler_t *s = mk(0.7f, 0, 0.6f, 0, 31);
+    check_distribution(s, l, N, p);
+    tb_sampler_free(s);
+}
+
 static void test_min_p(void **state) {
     (void)state;
     float l[5] = {1.0f, 3.0f, -1.0f, 2.0f, 0.0f};
@@ -267,6 +302,7 @@ int main(void) {
         cmocka_unit_test(test_temperature),
         cmocka_unit_test(test_top_k),
         cmocka_unit_test(test_top_p),
+        cmocka_unit_test(test_top_p_selection),
         cmocka_unit_test(test_min_p),
         cmocka_unit_test(test_large_vocab_top_p),
         cmocka_unit_test(test_thread_independent),
