@@ -35,7 +35,9 @@ static uint64_t read_sum(const void *p, size_t n) {
         s1 = _mm512_add_epi64(s1, _mm512_load_si512(v + i + 1));
     }
     if (i < n / 64) s0 = _mm512_add_epi64(s0, _mm512_load_si512(v + i));
-    return (uint64_t)_mm512_reduce_add_epi64(_mm512_add_epi64(s0, s1));
+    uint64_t r[8];   /* not _mm512_reduce_add_epi64: its C fallback adds signed (UB on wrap) */
+    _mm512_storeu_si512(r, _mm512_add_epi64(s0, s1));
+    return r[0] + r[1] + r[2] + r[3] + r[4] + r[5] + r[6] + r[7];
 }
 
 void tb_kernels_fill_avx512(tb_kernels_t *k) {
