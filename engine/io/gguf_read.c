@@ -646,7 +646,9 @@ int64_t tb_gguf_find_tensor(const tb_gguf_t *g, const char *name) {
 
 int tb_gguf_arr_get(const tb_gguf_t *g, const tb_gguf_value_t *arr, uint64_t idx, tb_gguf_value_t *out) {
     const arr_desc_t *d = arr ? arr->v.arr.handle : NULL;
-    if (!arr || arr->type != TB_GGUF_ARRAY || d < g->arrs || d >= g->arrs + g->n_arrs)
+    uintptr_t h = (uintptr_t)d, lo = (uintptr_t)g->arrs;   /* integers: d may belong to another file */
+    if (!arr || arr->type != TB_GGUF_ARRAY || h < lo || h >= lo + g->n_arrs * sizeof *d
+        || (h - lo) % sizeof *d)
         return tb_err(TB_ERR_ARG, "%s: tb_gguf_arr_get: not an array value of this file", g->path);
     if (idx >= d->n)
         return tb_err(TB_ERR_RANGE, "%s: array index %" PRIu64 " out of range (array has %" PRIu64 ")",

@@ -266,6 +266,14 @@ static void test_bad_tensors(void **state) {
     base(&b, &m);
     bb_patch_u64(&b, m.t_info[1], 0);
     expect_format(&b, "empty tensor name", "empty tensor name");
+    bb_patch_u64(&b, m.t_info[1], 1ull << 63);
+    expect_format(&b, "tensor name length", "absurd tensor name length");
+    bb_free(&b);
+
+    /* a nested array claiming 2^40 inner arrays */
+    base(&b, &m);
+    bb_patch_u64(&b, m.nested_elem + 4, 1ull << 40);
+    expect_format(&b, "exceeds what the file can hold", "absurd nested array count");
     bb_free(&b);
 }
 

@@ -97,6 +97,11 @@ static void test_every_value_type(void **state) {
     assert_int_equal(tb_gguf_arr_get(g, &a, 1, &e), TB_OK); assert_str(e, "");
     assert_int_equal(tb_gguf_arr_get(g, &a, 3, &e), TB_ERR_RANGE);
     assert_int_equal(tb_gguf_arr_get(g, &v, 0, &e), TB_ERR_ARG);   /* not an array */
+    tb_gguf_value_t forged = a;
+    forged.v.arr.handle = &forged;                                  /* not this file's handle */
+    assert_int_equal(tb_gguf_arr_get(g, &forged, 0, &e), TB_ERR_ARG);
+    forged.v.arr.handle = (const char *)a.v.arr.handle + 1;         /* inside, misaligned */
+    assert_int_equal(tb_gguf_arr_get(g, &forged, 0, &e), TB_ERR_ARG);
 
     /* nested: [[1, 2], [3], []] of uint16 */
     a = get(g, "fx.nested");
