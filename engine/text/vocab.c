@@ -370,7 +370,7 @@ static int load(tb_tokenizer_t *t, const tb_gguf_t *g) {
     /* defaults as llama.cpp: SPM has <unk>=0 <s>=1 </s>=2, adds BOS and a
      * space prefix; BPE adds nothing unless told (llama3 adds BOS) */
     bool spm = t->model == TB_TOK_SPM;
-    t->add_bos = spm || (!spm && tb_pretok_ignore_merges(t->pre));
+    t->add_bos = spm || tb_pretok_ignore_merges(t->pre);
     t->add_eos = false;
     t->add_space_prefix = spm;
     t->ignore_merges = !spm && tb_pretok_ignore_merges(t->pre);
