@@ -338,6 +338,13 @@ TB_INLINE void dot_fx(int nt, int64_t n, float *s, const void *w, const void *co
  * rows per pass, gemm TB_NR_GEMM rows x TB_NT tokens; tails use smaller
  * nr / nt, which leave each (row, token) result unchanged. */
 #define TB_NR_GEMM 2
+/* Rows per matvec pass. 4 is ~35% faster with W in cache, but streaming
+ * from DRAM (decode) it measured slower than 1 on the loaded shared VM
+ * (4 interleaved row streams vs the stream prefetcher): re-measure with
+ * `ternbench kernels --format tq2_0` on a quiet machine. */
+#ifndef TB_NR_MV
+#define TB_NR_MV 1
+#endif
 #define TB_X86_KERNELS_RT(name, DOT)                                                       \
     static void vec_dot_##name(int64_t n, float *s, const void *w, const void *a) {       \
         const void *ww[1] = {w}, *aa[1] = {a};                                             \
@@ -348,12 +355,12 @@ TB_INLINE void dot_fx(int nt, int64_t n, float *s, const void *w, const void *co
     static void matvec_##name(const void *W, size_t ws, const void *a, float *y,          \
                               int64_t r0, int64_t r1, int64_t n) {                         \
         const void *aa[1] = {a};                                                           \
-        for (int64_t r = r0; r < r1; r += TB_NR) {                                         \
-            int nr = (int)TB_MIN(TB_NR, r1 - r);                                           \
+        for (int64_t r = r0; r < r1; r += TB_NR_MV) {                                      \
+            int nr = (int)TB_MIN(TB_NR_MV, r1 - r);                                        \
             const void *ww[TB_NR];                                                         \
             float o[TB_NR * TB_NT];                                                        \
             for (int k = 0; k < nr; k++) ww[k] = (const uint8_t *)W + (size_t)(r + k) * ws; \
-            if (nr == TB_NR) DOT(TB_NR, 1, n, o, ww, aa);                                  \
+            if (nr == TB_NR_MV) DOT(TB_NR_MV, 1, n, o, ww, aa);                               \
             else DOT(nr, 1, n, o, ww, aa);                                                 \
             for (int k = 0; k < nr; k++) y[r + k] = o[k * TB_NT];                          \
         }                                                                                  \
