@@ -396,6 +396,33 @@ static void test_sigint(void **state) {
     sqlite3_close(d);
 }
 
+/* Two `ternbench run` processes on one database (and one model cache, empty
+ * at first, so both may synthesize): both complete, every row present. */
+static void test_concurrent_runs(void **state) {
+    (void)state;
+    char text[1024];
+    snprintf(text, sizeof text, "[model]\nsynth = maple-tiny\nseed = 7\ncache_dir = cache2\n"
+             "[protocol]\nwarmup = 0\nrepetitions = 3\nbandwidth_probe = 0\nthrottle_check = false\n"
+             "[decode]\ntokens = 6\ndepths = 0, 4\n");
+    write_file("conc.ini", text);
+    char ini[512], db[512];
+    tpath(ini, sizeof ini, "conc.ini");
+    tpath(db, sizeof db, "conc.db");
+    const char *args[] = {"run", ini, "--db", db, "-q", NULL};
+    pid_t a = spawn(args), b = spawn(args);
+    assert_int_equal(wait_status(a), 0);
+    assert_int_equal(wait_status(b), 0);
+    sqlite3 *d;
+    assert_int_equal(sqlite3_open(db, &d), SQLITE_OK);
+    assert_int_equal(q_num(d, "SELECT count(*) FROM runs WHERE status = 'complete'"), 2);
+    assert_int_equal(q_num(d, "SELECT count(*) FROM tests WHERE status = 'complete'"), 4);
+    assert_int_equal(q_num(d, "SELECT count(*) FROM measurements WHERE metric = 'decode_tok_per_s' AND repetition >= 0"), 12);
+    assert_int_equal(q_num(d, "SELECT count(*) FROM token_events"), 2 * 2 * 3 * 6);
+    assert_int_equal(q_num(d, "SELECT count(*) FROM models"), 1);       /* same synthesized bytes */
+    assert_int_equal(q_num(d, "SELECT count(*) FROM scenarios"), 1);
+    sqlite3_close(d);
+}
+
 int main(int argc, char **argv) {
     bin = argc > 1 ? argv[1] : getenv("TB_TERNBENCH");
     const struct CMUnitTest tests[] = {
@@ -404,6 +431,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_record_tokens_off),
         cmocka_unit_test(test_sigkill),
         cmocka_unit_test(test_sigint),
+        cmocka_unit_test(test_concurrent_runs),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
