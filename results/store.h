@@ -91,7 +91,7 @@ typedef struct tb_run_facts {
 
 /* Latest schema version this build knows. */
 int  tb_store_version(void);
-/* Open (creating the file and its directory's database if absent), migrate,
+/* Open (creating the file, and its parent directory, if absent), migrate,
  * recover dead runs. *n_recovered (may be NULL) gets how many runs were
  * marked interrupted. */
 int  tb_store_open(const char *path, tb_store_t **out, int *n_recovered);
