@@ -15,6 +15,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 /* ===================================================================== */
@@ -406,6 +407,7 @@ static char *resolve_path(const tb_plan_t *p, const char *v) {
 static int read_file(const char *path, char **out, size_t *len) {
     FILE *f = fopen(path, "rb");
     if (!f) return -1;
+    errno = 0;
     size_t cap = 4096, n = 0;
     char *buf = malloc(cap);
     while (buf) {
@@ -419,9 +421,9 @@ static int read_file(const char *path, char **out, size_t *len) {
         n += r;
         if (r == 0) break;
     }
-    int bad = !buf || ferror(f);
+    int bad = !buf ? ENOMEM : ferror(f) ? (errno ? errno : EIO) : 0;   /* EISDIR for a directory */
     fclose(f);
-    if (bad) { free(buf); errno = EIO; return -1; }
+    if (bad) { free(buf); errno = bad; return -1; }
     buf[n] = '\0';
     *out = buf;
     *len = n;
@@ -506,6 +508,12 @@ static void validate(parse_ctx_t *c) {
         if (access(p->model_path, R_OK) != 0) {
             perr(c, m->v[K_MODEL_PATH].line, "[model] path: cannot read model \"%s\": %s",
                  p->model_path, strerror(errno));
+            return;
+        }
+        struct stat mst;
+        if (stat(p->model_path, &mst) != 0 || !S_ISREG(mst.st_mode)) {
+            perr(c, m->v[K_MODEL_PATH].line, "[model] path: \"%s\" is not a regular file "
+                 "(expected a GGUF model)", p->model_path);
             return;
         }
     } else {
