@@ -72,8 +72,18 @@ int cmd_list(int argc, char **argv) {
     long last = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--db") && i + 1 < argc) db = argv[++i];
-        else if (!strcmp(argv[i], "--last") && i + 1 < argc) last = strtol(argv[++i], NULL, 10);
-        else { fprintf(stderr, "usage: ternbench list [--db PATH] [--last N]\n"); return 2; }
+        else if (!strcmp(argv[i], "--last") && i + 1 < argc) {
+            char *end;
+            last = strtol(argv[++i], &end, 10);
+            if (end == argv[i] || *end || last <= 0) {
+                fprintf(stderr, "ternbench list: --last expects a count >= 1, got '%s'\n", argv[i]);
+                return 2;
+            }
+        } else {
+            fprintf(stderr, "ternbench list: unexpected argument '%s'\n"
+                            "usage: ternbench list [--db PATH] [--last N]\n", argv[i]);
+            return 2;
+        }
     }
     tb_store_t *s = open_store("list", db);
     if (!s) return 1;
@@ -125,7 +135,11 @@ int cmd_show(int argc, char **argv) {
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--db") && i + 1 < argc) db = argv[++i];
         else if (argv[i][0] != '-' && !run) run = argv[i];
-        else { fprintf(stderr, "usage: ternbench show RUN [--db PATH]\n"); return 2; }
+        else {
+            fprintf(stderr, "ternbench show: unexpected argument '%s'\n"
+                            "usage: ternbench show RUN [--db PATH]\n", argv[i]);
+            return 2;
+        }
     }
     if (!run) { fprintf(stderr, "usage: ternbench show RUN [--db PATH]\n"); return 2; }
     tb_store_t *s = open_store("show", db);
@@ -224,7 +238,9 @@ int cmd_export(int argc, char **argv) {
         else if (!strcmp(argv[i], "--run") && i + 1 < argc) runs[n_runs++] = argv[++i];
         else if (!strcmp(argv[i], "--all")) all = 1;
         else {
-            fprintf(stderr, "usage: ternbench export [--db PATH] [--format csv|json|md] [--run RUN]... [--all]\n");
+            fprintf(stderr, "ternbench export: unexpected argument '%s'\n"
+                            "usage: ternbench export [--db PATH] [--format csv|json|md] [--run RUN]... [--all]\n",
+                    argv[i]);
             free(runs);
             return 2;
         }
