@@ -6,6 +6,9 @@
  * construction); it is O(cols) per matvec against O(rows * cols) weights.
  */
 #include "kernels/x86_common.h"
+#include "kernels/x86_float.h"
+#include "kernels/x86_int.h"
+#include "kernels/x86_ternary.h"
 
 #define DOT_Q8_0(nt, n, s, w, a) dot_q_0(nt, n, s, w, a, false, false)
 #define DOT_Q4_0(nt, n, s, w, a) dot_q_0(nt, n, s, w, a, true, false)
