@@ -9,6 +9,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* ===================================================================== */
 /* Growable buffer                                                        */
@@ -55,18 +56,25 @@ void rp_buf_free(rp_buf_t *b) {
     memset(b, 0, sizeof *b);
 }
 
-/* Write the whole buffer to dir/name (truncating). */
+/* Write the whole buffer to dir/name through dir/name.tmp and a rename, so
+ * a failed write (full disk) leaves any earlier dir/name intact and no
+ * half file under the final name. */
 int rp_buf_save(const rp_buf_t *b, const char *dir, const char *name) {
     if (b->oom) return tb_err(TB_ERR_NOMEM, "report: out of memory building %s", name);
-    char path[4096];
+    char path[4096], tmp[4100];
     if ((size_t)snprintf(path, sizeof path, "%s/%s", dir, name) >= sizeof path)
         return tb_err(TB_ERR_ARG, "report: path too long: %s/%s", dir, name);
-    FILE *f = fopen(path, "wb");
-    if (!f) return tb_err(TB_ERR_IO, "report: cannot create %s: %s", path, strerror(errno));
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    FILE *f = fopen(tmp, "wb");
+    if (!f) return tb_err(TB_ERR_IO, "report: cannot create %s: %s", tmp, strerror(errno));
     size_t w = b->len ? fwrite(b->p, 1, b->len, f) : 0;
-    int bad = w != b->len;
-    if (fclose(f) != 0) bad = 1;
-    if (bad) return tb_err(TB_ERR_IO, "report: cannot write %s: %s", path, strerror(errno));
+    int e = w != b->len ? (errno ? errno : EIO) : 0;
+    if (fclose(f) != 0 && !e) e = errno ? errno : EIO;
+    if (!e && rename(tmp, path) != 0) e = errno;
+    if (e) {
+        unlink(tmp);
+        return tb_err(TB_ERR_IO, "report: cannot write %s: %s", path, strerror(e));
+    }
     return TB_OK;
 }
 
