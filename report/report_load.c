@@ -409,9 +409,15 @@ int rp_set_load(rp_set_t *set, const tb_report_opts_t *opts,
     }
     sqlite3_busy_timeout(set->db, 5000);
     sqlite3_stmt *probe;
-    if (sqlite3_prepare_v2(set->db, "SELECT id FROM runs LIMIT 1", -1, &probe, NULL) != SQLITE_OK)
+    if (sqlite3_prepare_v2(set->db, "SELECT id FROM runs LIMIT 1", -1, &probe, NULL) != SQLITE_OK) {
+        /* only these say the bytes are wrong; I/O errors (full disk) are not the file's fault */
+        int ec = sqlite3_errcode(set->db);
+        if (ec != SQLITE_NOTADB && ec != SQLITE_CORRUPT && ec != SQLITE_ERROR)
+            return tb_err(TB_ERR_IO, "report: cannot read database %s: %s", opts->db_path,
+                          sqlite3_errmsg(set->db));
         return tb_err(TB_ERR_FORMAT, "report: %s is not a ternbench results database (%s)",
                       opts->db_path, sqlite3_errmsg(set->db));
+    }
     sqlite3_finalize(probe);
 
     idlist_t all = {0}, base = {0}, cmp = {0};
