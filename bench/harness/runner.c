@@ -370,13 +370,8 @@ static int run_case(run_ctx_t *c, const tb_section_t *sec, int ci, char status[1
     if (rc) { for (int i = 0; i < n_ser; i++) free(ser[i].v); return rc; }
 
     /* thermal verdict: frequency where cpufreq exists, else the reference workload */
-    const char *thermal = "unknown";
-    double slow = -1;
-    if (f0 > 0 && f_min > 0) thermal = f_min < f0 * (1 - thr_pct / 100) ? "throttled" : "nominal";
-    if (ref0 > 0 && ref_worst > 0) {
-        slow = 100.0 * (ref_worst / ref0 - 1);
-        if (f0 <= 0) thermal = slow > thr_pct ? "throttled" : "nominal";
-    }
+    const char *thermal = tb_thermal_verdict(f0, f_min, ref0, ref_worst, thr_pct);
+    double slow = ref0 > 0 && ref_worst > 0 ? 100.0 * (ref_worst / ref0 - 1) : -1000;
 
     /* summary rows (repetition -1): headline statistic + spread */
     const char *hm = tb_work_headline_metric(sec->kind);
@@ -466,6 +461,12 @@ int tb_runner_run(const tb_plan_t *plan, tb_store_t *store, const tb_run_opts_t 
             free(mpath);
             return rc;
         }
+    }
+    if (*opts->stop) {   /* interrupted while the model was being synthesized */
+        res->interrupted = 1;
+        snprintf(res->status, sizeof res->status, "interrupted");
+        free(mpath);
+        return TB_OK;
     }
     if ((rc = tb_model_load(mpath, &c.model))) { free(mpath); return rc; }
     if ((rc = tb_model_get_info(c.model, &c.info))) goto out;

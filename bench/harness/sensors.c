@@ -84,8 +84,10 @@ static int add_sensor(tb_sensors_t *s, int fam, const char *name, const char *pa
     return 0;
 }
 
-/* Glob one family; every readable match becomes a sensor. */
-static void discover(tb_sensors_t *s, int fam, const char *pattern) {
+/* Glob one family under root; every readable match becomes a sensor. */
+static void discover(tb_sensors_t *s, const char *root, int fam, const char *rel) {
+    char pattern[512];
+    snprintf(pattern, sizeof pattern, "%s%s", root, rel);
     glob_t g;
     int found = 0, readable = 0, last_errno = 0;
     if (glob(pattern, 0, NULL, &g) == 0) {
@@ -146,7 +148,7 @@ static void discover(tb_sensors_t *s, int fam, const char *pattern) {
     if (readable == 0) {
         int a = s->n_absent++;
         s->absent[a].fam = fam;
-        if (found == 0) snprintf(s->absent[a].reason, sizeof s->absent[a].reason, "no %s", pattern);
+        if (found == 0) snprintf(s->absent[a].reason, sizeof s->absent[a].reason, "no %s", rel);
         else snprintf(s->absent[a].reason, sizeof s->absent[a].reason, "%d found, none readable: %s",
                       found, strerror(last_errno));
     }
@@ -205,6 +207,10 @@ static void *sampler_main(void *arg) {
 }
 
 int tb_sensors_start(int interval_ms, uint64_t t0_ns, tb_sensors_t **out) {
+    return tb_sensors_start_at("", interval_ms, t0_ns, out);
+}
+
+int tb_sensors_start_at(const char *root, int interval_ms, uint64_t t0_ns, tb_sensors_t **out) {
     *out = NULL;
     tb_sensors_t *s = calloc(1, sizeof *s);
     if (!s) return tb_err(TB_ERR_NOMEM, "sensors: out of memory");
@@ -212,10 +218,10 @@ int tb_sensors_start(int interval_ms, uint64_t t0_ns, tb_sensors_t **out) {
     s->interval_ms = interval_ms;
     pthread_mutex_init(&s->mu, NULL);
     pthread_cond_init(&s->cv, NULL);
-    discover(s, FAM_THERMAL, "/sys/class/thermal/thermal_zone*/temp");
-    discover(s, FAM_HWMON, "/sys/class/hwmon/hwmon*/temp*_input");
-    discover(s, FAM_FREQ, "/sys/devices/system/cpu/cpu*/cpufreq/scaling_cur_freq");
-    discover(s, FAM_RAPL, "/sys/class/powercap/intel-rapl:*/energy_uj");
+    discover(s, root, FAM_THERMAL, "/sys/class/thermal/thermal_zone*/temp");
+    discover(s, root, FAM_HWMON, "/sys/class/hwmon/hwmon*/temp*_input");
+    discover(s, root, FAM_FREQ, "/sys/devices/system/cpu/cpu*/cpufreq/scaling_cur_freq");
+    discover(s, root, FAM_RAPL, "/sys/class/powercap/intel-rapl:*/energy_uj");
     if (interval_ms > 0 && s->n > 0) {
         if (pthread_create(&s->thread, NULL, sampler_main, s) != 0) {
             tb_sensors_stop(s);
@@ -291,6 +297,12 @@ static double read_family(tb_sensors_t *s, int fam) {
 double tb_sensors_energy_j(tb_sensors_t *s) { return read_family(s, FAM_RAPL); }
 double tb_sensors_freq_mhz(tb_sensors_t *s) { return read_family(s, FAM_FREQ); }
 double tb_sensors_temp_c(tb_sensors_t *s) { return read_family(s, FAM_THERMAL); }
+
+const char *tb_thermal_verdict(double f0, double f_min, double ref0, double ref_worst, double pct) {
+    if (f0 > 0 && f_min > 0) return f_min < f0 * (1 - pct / 100) ? "throttled" : "nominal";
+    if (ref0 > 0 && ref_worst > 0) return ref_worst > ref0 * (1 + pct / 100) ? "throttled" : "nominal";
+    return "unknown";
+}
 
 /* ===================================================================== */
 /* Reference workload                                                     */

@@ -27,6 +27,8 @@ typedef struct tb_sensor_sample {
 
 /* Find sensors and start sampling every interval_ms (0: find only, no thread). */
 int  tb_sensors_start(int interval_ms, uint64_t t0_ns, tb_sensors_t **out);
+/* Same under another filesystem root ("" = "/"), for tests with a fake sysfs. */
+int  tb_sensors_start_at(const char *root, int interval_ms, uint64_t t0_ns, tb_sensors_t **out);
 /* Stop the thread (if any) and free. */
 void tb_sensors_stop(tb_sensors_t *s);
 
@@ -45,6 +47,13 @@ size_t tb_sensors_drain(tb_sensors_t *s, tb_sensor_sample_t **out);
 double tb_sensors_energy_j(tb_sensors_t *s);
 double tb_sensors_freq_mhz(tb_sensors_t *s);
 double tb_sensors_temp_c(tb_sensors_t *s);
+
+/* Thermal verdict of a test: "throttled", "nominal" or "unknown".
+ * Frequency decides where it was readable (f0 > 0: at the start, f_min: the
+ * lowest seen during the test): throttled when f_min < f0 * (1 - pct/100).
+ * Otherwise the reference workload (ref0 > 0: before, ref_worst: slowest
+ * during/after): throttled when ref_worst > ref0 * (1 + pct/100). */
+const char *tb_thermal_verdict(double f0, double f_min, double ref0, double ref_worst, double pct);
 
 /* The reference workload: a fixed, dependent integer/FP chain (~1-2 ms),
  * best of `reps` timings, in ms. Same work every call. */

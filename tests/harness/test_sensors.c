@@ -1,0 +1,145 @@
+/*
+ * test_sensors.c — sensor discovery and sampling over a fake sysfs tree
+ * (VMs have none), RAPL counter wrap, absent families with reasons, the
+ * thermal verdict rules, and the reference workload.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "sensors.h"
+#include "ternbench.h"
+
+static char root[256];
+
+/* Write TEXT to ROOT/REL, creating directories. */
+static void put(const char *rel, const char *text) {
+    char p[1024];
+    snprintf(p, sizeof p, "%s%s", root, rel);
+    for (char *q = p + strlen(root) + 1; *q; q++)
+        if (*q == '/') { *q = '\0'; mkdir(p, 0755); *q = '/'; }
+    FILE *f = fopen(p, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+}
+
+static int setup(void **state) {
+    (void)state;
+    snprintf(root, sizeof root, "/tmp/tb_sensors_XXXXXX");
+    return mkdtemp(root) ? 0 : -1;
+}
+
+static int teardown(void **state) {
+    (void)state;
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", root);
+    return system(cmd) == 0 ? 0 : -1;
+}
+
+static int find(const tb_sensors_t *s, const char *name) {
+    for (int i = 0; i < tb_sensors_count(s); i++)
+        if (!strcmp(tb_sensors_name(s, i), name)) return i;
+    return -1;
+}
+
+static void test_fake_sysfs(void **state) {
+    (void)state;
+    put("/sys/class/thermal/thermal_zone0/temp", "45000\n");
+    put("/sys/class/thermal/thermal_zone1/temp", "52500\n");
+    put("/sys/devices/system/cpu/cpu0/cpufreq/scaling_cur_freq", "2400000\n");
+    put("/sys/devices/system/cpu/cpu1/cpufreq/scaling_cur_freq", "1200000\n");
+    put("/sys/class/powercap/intel-rapl:0/energy_uj", "1000000\n");
+    put("/sys/class/powercap/intel-rapl:0/max_energy_range_uj", "2000000\n");
+    put("/sys/class/powercap/intel-rapl:0/name", "package-0\n");
+    char dir[600];   /* a hwmon input that cannot be read as a number */
+    snprintf(dir, sizeof dir, "%s/sys/class/hwmon/hwmon0/temp1_input", root);
+    put("/sys/class/hwmon/hwmon0/name", "k10temp\n");
+    assert_int_equal(mkdir(dir, 0755), 0);
+
+    tb_sensors_t *s;
+    assert_int_equal(tb_sensors_start_at(root, 0, tb_now_ns(), &s), TB_OK);
+    assert_int_equal(tb_sensors_count(s), 5);
+    int z1 = find(s, "thermal_zone1"), c0 = find(s, "cpu0_freq"), r = find(s, "rapl_0_package-0_energy");
+    assert_true(z1 >= 0 && c0 >= 0 && r >= 0);
+    assert_string_equal(tb_sensors_unit(s, z1), "C");
+    assert_string_equal(tb_sensors_unit(s, c0), "MHz");
+    assert_string_equal(tb_sensors_unit(s, r), "J");
+    assert_int_equal(tb_sensors_absent_count(s), 1);
+    const char *fam, *why;
+    tb_sensors_absent(s, 0, &fam, &why);
+    assert_string_equal(fam, "hwmon_temp");
+    assert_non_null(strstr(why, "1 found, none readable"));
+
+    assert_float_equal(tb_sensors_temp_c(s), 52.5, 1e-9);         /* hottest */
+    assert_float_equal(tb_sensors_freq_mhz(s), 1800.0, 1e-9);      /* mean */
+    assert_float_equal(tb_sensors_energy_j(s), 0.0, 1e-12);        /* since start */
+    put("/sys/class/powercap/intel-rapl:0/energy_uj", "1500000\n");
+    assert_float_equal(tb_sensors_energy_j(s), 0.5, 1e-9);
+    put("/sys/class/powercap/intel-rapl:0/energy_uj", "200000\n");  /* wrapped at 2e6 uJ */
+    assert_float_equal(tb_sensors_energy_j(s), 1.2, 1e-9);
+    tb_sensors_stop(s);
+
+    /* with the thread: samples arrive for every sensor, timestamps ordered */
+    assert_int_equal(tb_sensors_start_at(root, 10, tb_now_ns(), &s), TB_OK);
+    struct timespec ts = {0, 80 * 1000000L};
+    nanosleep(&ts, NULL);
+    tb_sensor_sample_t *smp;
+    size_t n = tb_sensors_drain(s, &smp);
+    assert_true(n >= 5);
+    int seen[8] = {0};
+    for (size_t i = 0; i < n; i++) {
+        assert_true(smp[i].sensor >= 0 && smp[i].sensor < 5);
+        seen[smp[i].sensor] = 1;
+        if (i) assert_true(smp[i].t_ns >= smp[i - 1].t_ns);
+        if (smp[i].sensor == c0) assert_float_equal(smp[i].value, 2400.0, 1e-9);
+    }
+    for (int i = 0; i < 5; i++) assert_true(seen[i]);
+    free(smp);
+    tb_sensors_stop(s);
+
+    /* an empty root: every family absent, nothing sampled */
+    char empty[300];
+    snprintf(empty, sizeof empty, "%s/empty", root);
+    mkdir(empty, 0755);
+    assert_int_equal(tb_sensors_start_at(empty, 10, tb_now_ns(), &s), TB_OK);
+    assert_int_equal(tb_sensors_count(s), 0);
+    assert_int_equal(tb_sensors_absent_count(s), 4);
+    assert_true(tb_sensors_energy_j(s) < 0);
+    assert_true(tb_sensors_freq_mhz(s) < 0);
+    tb_sensors_stop(s);
+}
+
+static void test_verdict(void **state) {
+    (void)state;
+    /* frequency decides where present: 2400 MHz -> 10 % threshold 2160 */
+    assert_string_equal(tb_thermal_verdict(2400, 2100, 1, 5, 10), "throttled");
+    assert_string_equal(tb_thermal_verdict(2400, 2200, 1, 5, 10), "nominal");
+    /* else the reference workload: 10 ms -> 10 % threshold 11 ms */
+    assert_string_equal(tb_thermal_verdict(-1, -1, 10, 11.5, 10), "throttled");
+    assert_string_equal(tb_thermal_verdict(-1, -1, 10, 10.9, 10), "nominal");
+    assert_string_equal(tb_thermal_verdict(-1, -1, 10, 9, 10), "nominal");
+    assert_string_equal(tb_thermal_verdict(-1, -1, -1, -1, 10), "unknown");
+}
+
+static void test_refwork(void **state) {
+    (void)state;
+    double a = tb_refwork_ms(3);
+    assert_true(a > 0 && a < 1000);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_fake_sysfs),
+        cmocka_unit_test(test_verdict),
+        cmocka_unit_test(test_refwork),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
