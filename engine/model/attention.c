@@ -1,14 +1,25 @@
 /*
  * attention.c — self-attention over the KV cache (see session.h for the
- * cache/staging layout).
+ * cache layout: K rows per slot, V transposed per kv head).
  *
- * Per layer, two pool passes:
- *   prep    per token: per-head RMSNorm of Q and K (maple), RoPE (when the
- *           layer uses it), K/V rounded to the cache type into staging;
- *   attend  per (token, head): scores = q·k * 1/sqrt(head_dim) over the
- *           token's window in position order, f32 softmax, weighted sum of V.
- * Every (token, head) is computed by one thread in the same order whether
- * the token arrives in a prefill chunk or alone, so prefill == decode.
+ * Work item = (token t, kv head g): the `group` query heads that share g.
+ *   prep    RMSNorm of q/k per head (maple), RoPE (when the layer uses it);
+ *   store   K row part and V column of g into slot (pos % cap), rounded to
+ *           the cache type;
+ *   attend  scores = K_run · q for the group's query heads (one kernel gemm
+ *           per contiguous run of ring slots, K read once for the group),
+ *           scale, f32 softmax in position order, then o = Vt_run · p (one
+ *           gemm per run, Vt read once for the group), runs summed in order.
+ * The runs of a window are cut only where the ring wraps (slot 0), so they
+ * depend on the positions alone: a token gives bit-identical results alone
+ * (decode) or inside a prefill chunk, on any thread count.
+ *
+ * Passes per layer:
+ *   n == 1         one pass: prep + store + attend per kv head;
+ *   no overwrite   pass 1 prep + store for all (t, g), pass 2 attend;
+ *   ring overwrite (a chunk of >= 2 tokens reaching slot reuse: token t
+ *                  would overwrite a position token t-1 still reads)
+ *                  pass 1 prep; then per token one pass store + attend.
  */
 #include "model/session.h"
 #include "kernels/kernels.h"
@@ -20,76 +31,105 @@ typedef struct att_ctx {
     tb_session_t *s;
     const tb_layer_t *L;
     const tb_kv_layer_t *kv;
-    int32_t n, pos0, il;
+    int32_t n, pos0;
+    int32_t t_only;          /* >= 0: the per-token pass of token t_only */
+    bool store;              /* pass 1 stores K/V (no ring overwrite)    */
 } att_ctx;
 
 /* ===================================================================== */
-/* KV rows                                                                */
+/* Prep and store                                                         */
 /* ===================================================================== */
 
-static void kv_store(void *dst, const float *src, int64_t n, bool f16) {
-    if (!f16) { memcpy(dst, src, (size_t)n * sizeof(float)); return; }
-    tb_fp16_t *d = dst;
-    for (int64_t i = 0; i < n; i++) d[i] = tb_fp32_to_fp16(src[i]);
+/* q/k norm and rope of token t, kv head g and its query heads. */
+static void prep(const att_ctx *c, int32_t t, int g) {
+    tb_session_t *s = c->s;
+    const tb_model_t *m = s->m;
+    const tb_model_info_t *in = &m->info;
+    const int hd = in->head_dim, half = in->rope_dims / 2, group = in->n_head / in->n_head_kv;
+    const int64_t nq = (int64_t)in->n_head * hd, nkv = (int64_t)in->n_head_kv * hd;
+    const int tab = c->L->sliding ? 1 : 0;
+    const float *cs = s->rope_cs + ((size_t)tab * s->p.n_batch + (size_t)t) * (size_t)half;
+    const float *sn = s->rope_sn + ((size_t)tab * s->p.n_batch + (size_t)t) * (size_t)half;
+    for (int h = g * group; h < (g + 1) * group; h++) {
+        float *q = s->q + t * nq + h * hd;           /* (head_dim) */
+        if (c->L->q_norm) tb_op_rmsnorm(q, q, c->L->q_norm, hd, in->norm_eps);
+        if (c->L->rope) tb_op_rope(q, cs, sn, in->rope_dims, m->rope_neox);
+    }
+    float *k = s->k + t * nkv + g * hd;              /* (head_dim) */
+    if (c->L->k_norm) tb_op_rmsnorm(k, k, c->L->k_norm, hd, in->norm_eps);
+    if (c->L->rope) tb_op_rope(k, cs, sn, in->rope_dims, m->rope_neox);
 }
 
-/* K or V row of position j: from staging when inside the chunk. */
-static const uint8_t *kv_row(const att_ctx *c, const void *cache, const void *stage, int32_t j) {
-    const tb_model_info_t *in = &c->s->m->info;
-    const size_t row = (size_t)in->n_head_kv * (size_t)in->head_dim * c->s->kv_elem;
-    if (j >= c->pos0) return (const uint8_t *)stage + (size_t)(j - c->pos0) * row;
-    return (const uint8_t *)cache + (size_t)(j % c->kv->cap) * row;
-}
-
-/* f16 bits -> f32, inline: move exponent/mantissa into f32 position and
- * rescale by 2^112 (covers normals and subnormals); Inf/NaN kept. */
-static inline float h2f(uint16_t h) {
-    const uint32_t em = (uint32_t)(h & 0x7fffu);
-    uint32_t bits = em << 13;
-    float f;
-    memcpy(&f, &bits, 4);
-    f *= 0x1p112f;
-    memcpy(&bits, &f, 4);
-    if (em >= 0x7c00u) bits = 0x7f800000u | (em << 13);
-    bits |= (uint32_t)(h & 0x8000u) << 16;
-    memcpy(&f, &bits, 4);
-    return f;
-}
-
-static void axpy_kv(float *y, float a, const uint8_t *v, int n, bool f16) {
-    if (f16) {
-        const tb_fp16_t *vh = (const tb_fp16_t *)v;
-        for (int i = 0; i < n; i++) y[i] += a * h2f(vh[i]);
+/* K[slot] part g and Vt[g][:, slot] of token t, in the cache type. */
+static void store(const att_ctx *c, int32_t t, int g) {
+    tb_session_t *s = c->s;
+    const tb_model_info_t *in = &s->m->info;
+    const int hd = in->head_dim;
+    const int64_t nkv = (int64_t)in->n_head_kv * hd;
+    const size_t slot = (size_t)((c->pos0 + t) % c->kv->cap), cap = (size_t)c->kv->cap;
+    const float *k = s->k + t * nkv + g * hd;        /* (head_dim) */
+    const float *v = s->v + t * nkv + g * hd;        /* (head_dim) */
+    if (s->p.kv_type == TB_TYPE_F16) {
+        tb_fp16_t *kd = (tb_fp16_t *)c->kv->k + slot * (size_t)nkv + (size_t)g * hd;
+        tb_fp16_t *vd = (tb_fp16_t *)c->kv->v + (size_t)g * hd * cap + slot;   /* stride cap */
+        for (int i = 0; i < hd; i++) kd[i] = tb_fp32_to_fp16(k[i]);
+        for (int i = 0; i < hd; i++) vd[(size_t)i * cap] = tb_fp32_to_fp16(v[i]);
     } else {
-        const float *vf = (const float *)v;
-        for (int i = 0; i < n; i++) y[i] += a * vf[i];
+        float *kd = (float *)c->kv->k + slot * (size_t)nkv + (size_t)g * hd;
+        float *vd = (float *)c->kv->v + (size_t)g * hd * cap + slot;
+        memcpy(kd, k, (size_t)hd * sizeof *kd);
+        for (int i = 0; i < hd; i++) vd[(size_t)i * cap] = v[i];
     }
 }
 
-/* sc[j - j0] = K_j[kvh] · q for j in [j0, j1], by the kernel table's
- * F16/F32 matvec over contiguous runs of rows (staging, or the ring
- * before and after its wrap point). Each score is one kernel row, so its
- * value does not depend on how the window is split into runs. */
-static void scores(const att_ctx *c, const float *q, int kvh, int32_t j0, int32_t j1, float *sc) {
-    const tb_session_t *s = c->s;
+/* ===================================================================== */
+/* Attend                                                                 */
+/* ===================================================================== */
+
+/* Attention of token t's query heads of kv head g over its window, all of
+ * whose K/V are in the cache. Scratch: this thread's scores. */
+static void attend(const att_ctx *c, int32_t t, int g, int ith) {
+    tb_session_t *s = c->s;
     const tb_model_info_t *in = &s->m->info;
-    const int hd = in->head_dim;
-    const size_t row = (size_t)in->n_head_kv * (size_t)hd * s->kv_elem;
-    const size_t off = (size_t)kvh * (size_t)hd * s->kv_elem;
-    const tb_matvec_fn mv = tb_kernels()->t[s->p.kv_type].matvec;
-    for (int32_t j = j0; j <= j1;) {
-        const uint8_t *base;
-        int32_t len;
-        if (j >= c->pos0) {
-            base = (const uint8_t *)s->k_stage + (size_t)(j - c->pos0) * row;
-            len = j1 - j + 1;
-        } else {
-            const int32_t slot = j % c->kv->cap;
-            base = (const uint8_t *)c->kv->k + (size_t)slot * row;
-            len = TB_MIN(TB_MIN(c->pos0, j1 + 1) - j, c->kv->cap - slot);
-        }
-        mv(base + off, row, q, sc + (j - j0), 0, len, hd);
-        j += len;
+    const int hd = in->head_dim, group = in->n_head / in->n_head_kv;
+    const size_t el = s->kv_elem, cap = (size_t)c->kv->cap;
+    const size_t krow = (size_t)in->n_head_kv * (size_t)hd * el;
+    const tb_type_kernels_t *kk = &tb_kernels()->t[s->p.kv_type];
+    const float scale = 1.0f / sqrtf((float)hd);
+    const int32_t p = c->pos0 + t;
+    const int32_t j0 = c->L->sliding ? TB_MAX(0, p - in->n_swa + 1) : 0, len = p - j0 + 1;
+    const int64_t ld = s->sc_ld;
+    float *sc = s->scores + (size_t)ith * s->sc_per_thread;          /* (group, sc_ld) */
+    float *tmp = sc + (size_t)group * (size_t)ld;                     /* (group, head_dim) */
+    const float *q = s->q + ((int64_t)t * in->n_head + (int64_t)g * group) * hd;  /* (group, hd) */
+    float *o = s->att + ((int64_t)t * in->n_head + (int64_t)g * group) * hd;      /* (group, hd) */
+    const uint8_t *K = (const uint8_t *)c->kv->k + (size_t)g * hd * el;          /* rows krow */
+    const uint8_t *Vt = (const uint8_t *)c->kv->v + (size_t)g * hd * cap * el;   /* (hd, cap) */
+
+    /* ---- scores, one gemm per run of slots ---- */
+    for (int32_t j = j0; j <= p;) {
+        const size_t slot = (size_t)(j % c->kv->cap);
+        const int32_t run = (int32_t)TB_MIN((size_t)(p - j + 1), cap - slot);
+        kk->gemm(K + slot * krow, krow, q, (size_t)hd * sizeof(float), group, sc + (j - j0), ld,
+                 0, run, hd);
+        j += run;
+    }
+    for (int h = 0; h < group; h++) {
+        float *r = sc + (size_t)h * (size_t)ld;                         /* (len) */
+        for (int32_t j = 0; j < len; j++) r[j] *= scale;
+        tb_op_softmax(r, len);
+    }
+    /* ---- o = Vt · p, one gemm per run, runs summed in position order ---- */
+    bool first = true;
+    for (int32_t j = j0; j <= p;) {
+        const size_t slot = (size_t)(j % c->kv->cap);
+        const int32_t run = (int32_t)TB_MIN((size_t)(p - j + 1), cap - slot);
+        kk->gemm(Vt + slot * el, cap * el, sc + (j - j0), (size_t)ld * sizeof(float), group,
+                 first ? o : tmp, hd, 0, hd, run);
+        if (!first)
+            for (int64_t i = 0; i < (int64_t)group * hd; i++) o[i] += tmp[i];
+        first = false;
+        j += run;
     }
 }
 
@@ -97,70 +137,70 @@ static void scores(const att_ctx *c, const float *q, int kvh, int32_t j0, int32_
 /* Passes                                                                 */
 /* ===================================================================== */
 
+/* Items [i0, i1) of this thread out of `items`, contiguous. */
+static void split(int64_t items, int ith, int nth, int64_t *i0, int64_t *i1) {
+    *i0 = items * ith / nth;
+    *i1 = items * (ith + 1) / nth;
+}
+
+/* n == 1: prep + store + attend per kv head, one pass. */
+static void fused_worker(void *arg, int ith, int nth) {
+    const att_ctx *c = arg;
+    const int nkv = c->s->m->info.n_head_kv;
+    int64_t i0, i1;
+    split(nkv, ith, nth, &i0, &i1);
+    for (int64_t g = i0; g < i1; g++) {
+        prep(c, 0, (int)g);
+        store(c, 0, (int)g);
+        attend(c, 0, (int)g, ith);
+    }
+}
+
 static void prep_worker(void *arg, int ith, int nth) {
     const att_ctx *c = arg;
-    tb_session_t *s = c->s;
-    const tb_model_t *m = s->m;
-    const tb_model_info_t *in = &m->info;
-    const int hd = in->head_dim, half = in->rope_dims / 2;
-    const int64_t nq = (int64_t)in->n_head * hd, nkv = (int64_t)in->n_head_kv * hd;
-    const bool f16 = s->p.kv_type == TB_TYPE_F16;
-    const int tab = c->L->sliding ? 1 : 0;
-    for (int32_t t = ith; t < c->n; t += nth) {
-        float *q = s->q + t * nq;        /* (n_head, head_dim) */
-        float *k = s->k + t * nkv;       /* (n_head_kv, head_dim) */
-        const float *cs = s->rope_cs + ((size_t)tab * s->p.n_batch + (size_t)t) * (size_t)half;
-        const float *sn = s->rope_sn + ((size_t)tab * s->p.n_batch + (size_t)t) * (size_t)half;
-        for (int h = 0; h < in->n_head; h++) {
-            if (c->L->q_norm) tb_op_rmsnorm(q + h * hd, q + h * hd, c->L->q_norm, hd, in->norm_eps);
-            if (c->L->rope) tb_op_rope(q + h * hd, cs, sn, in->rope_dims, m->rope_neox);
-        }
-        for (int h = 0; h < in->n_head_kv; h++) {
-            if (c->L->k_norm) tb_op_rmsnorm(k + h * hd, k + h * hd, c->L->k_norm, hd, in->norm_eps);
-            if (c->L->rope) tb_op_rope(k + h * hd, cs, sn, in->rope_dims, m->rope_neox);
-        }
-        kv_store((uint8_t *)s->k_stage + (size_t)t * (size_t)nkv * s->kv_elem, k, nkv, f16);
-        kv_store((uint8_t *)s->v_stage + (size_t)t * (size_t)nkv * s->kv_elem, s->v + t * nkv, nkv, f16);
+    const int nkv = c->s->m->info.n_head_kv;
+    int64_t i0, i1;
+    split((int64_t)c->n * nkv, ith, nth, &i0, &i1);
+    for (int64_t it = i0; it < i1; it++) {
+        prep(c, (int32_t)(it / nkv), (int)(it % nkv));
+        if (c->store) store(c, (int32_t)(it / nkv), (int)(it % nkv));
     }
 }
 
 static void attend_worker(void *arg, int ith, int nth) {
     const att_ctx *c = arg;
-    tb_session_t *s = c->s;
-    const tb_model_info_t *in = &s->m->info;
-    const int hd = in->head_dim, n_head = in->n_head, group = in->n_head / in->n_head_kv;
-    const bool f16 = s->p.kv_type == TB_TYPE_F16;
-    const float scale = 1.0f / sqrtf((float)hd);
-    float *sc = s->scores + (size_t)ith * (size_t)s->p.n_ctx;   /* (window) */
-    const int64_t items = (int64_t)c->n * n_head;
-    const int64_t i0 = items * ith / nth, i1 = items * (ith + 1) / nth;
-    for (int64_t it = i0; it < i1; it++) {
-        const int32_t t = (int32_t)(it / n_head);
-        const int h = (int)(it % n_head), kvh = h / group;
-        const int32_t p = c->pos0 + t;
-        const int32_t j0 = c->L->sliding ? TB_MAX(0, p - in->n_swa + 1) : 0;
-        const float *q = s->q + ((int64_t)t * n_head + h) * hd;     /* (head_dim) */
-        float *o = s->att + ((int64_t)t * n_head + h) * hd;         /* (head_dim) */
-        const size_t off = (size_t)kvh * (size_t)hd * s->kv_elem;
-        scores(c, q, kvh, j0, p, sc);
-        for (int32_t j = j0; j <= p; j++) sc[j - j0] *= scale;
-        tb_op_softmax(sc, p - j0 + 1);
-        memset(o, 0, (size_t)hd * sizeof *o);
-        for (int32_t j = j0; j <= p; j++)
-            axpy_kv(o, sc[j - j0], kv_row(c, c->kv->v, s->v_stage, j) + off, hd, f16);
+    const int nkv = c->s->m->info.n_head_kv;
+    int64_t i0, i1;
+    if (c->t_only >= 0) {
+        split(nkv, ith, nth, &i0, &i1);
+        for (int64_t g = i0; g < i1; g++) {
+            store(c, c->t_only, (int)g);
+            attend(c, c->t_only, (int)g, ith);
+        }
+        return;
     }
+    split((int64_t)c->n * nkv, ith, nth, &i0, &i1);
+    for (int64_t it = i0; it < i1; it++) attend(c, (int32_t)(it / nkv), (int)(it % nkv), ith);
 }
 
 void tb_attention(tb_session_t *s, int32_t il, int32_t n) {
-    const tb_model_info_t *in = &s->m->info;
-    att_ctx c = {.s = s, .L = &s->m->layers[il], .kv = &s->kv[il], .n = n, .pos0 = s->pos, .il = il};
+    att_ctx c = {.s = s, .L = &s->m->layers[il], .kv = &s->kv[il], .n = n, .pos0 = s->pos,
+                 .t_only = -1};
+    if (n == 1) {
+        tb_pool_run(s->pool, fused_worker, &c);
+        return;
+    }
+    /* Position q = pos0 + t overwrites q - cap, which token t - 1 reads
+     * whenever q >= cap: then tokens go one at a time. */
+    const bool overwrite = s->pos + n - 1 >= c.kv->cap;
+    c.store = !overwrite;
     tb_pool_run(s->pool, prep_worker, &c);
-    tb_pool_run(s->pool, attend_worker, &c);
-    /* staging -> cache (only the last cap rows can survive in a ring) */
-    const size_t row = (size_t)in->n_head_kv * (size_t)in->head_dim * s->kv_elem;
-    for (int32_t t = TB_MAX(0, n - c.kv->cap); t < n; t++) {
-        const size_t slot = (size_t)((s->pos + t) % c.kv->cap);
-        memcpy((uint8_t *)c.kv->k + slot * row, (uint8_t *)s->k_stage + (size_t)t * row, row);
-        memcpy((uint8_t *)c.kv->v + slot * row, (uint8_t *)s->v_stage + (size_t)t * row, row);
+    if (!overwrite) {
+        tb_pool_run(s->pool, attend_worker, &c);
+        return;
+    }
+    for (int32_t t = 0; t < n; t++) {
+        c.t_only = t;
+        tb_pool_run(s->pool, attend_worker, &c);
     }
 }

@@ -68,13 +68,14 @@ static int alloc_buffers(tb_session_t *s) {
     s->q = salloc(s, nb * nq * f, &fail);
     s->k = salloc(s, nb * nkv * f, &fail);
     s->v = salloc(s, nb * nkv * f, &fail);
-    s->k_stage = salloc(s, nb * nkv * s->kv_elem, &fail);
-    s->v_stage = salloc(s, nb * nkv * s->kv_elem, &fail);
     s->att = salloc(s, nb * nq * f, &fail);
     s->act = salloc(s, nb * s->act_bytes, &fail);
     s->rope_cs = salloc(s, 2 * nb * (size_t)(in->rope_dims / 2) * f, &fail);
     s->rope_sn = salloc(s, 2 * nb * (size_t)(in->rope_dims / 2) * f, &fail);
-    s->scores = salloc(s, (size_t)s->p.n_threads * (size_t)s->p.n_ctx * f, &fail);
+    const size_t group = (size_t)(in->n_head / in->n_head_kv);
+    s->sc_ld = ((int64_t)s->p.n_ctx + 15) / 16 * 16;
+    s->sc_per_thread = group * ((size_t)s->sc_ld + (size_t)in->head_dim);
+    s->scores = salloc(s, (size_t)s->p.n_threads * s->sc_per_thread * f, &fail);
     s->jobs = salloc(s, (2 * X + 8) * sizeof *s->jobs, &fail);
     if (F) {
         s->ff_g = salloc(s, nb * F * f, &fail);
@@ -144,7 +145,7 @@ void tb_session_free(tb_session_t *s) {
             tb_free_aligned(s->kv[il].v);
         }
     free(s->kv);
-    void *bufs[] = {s->x, s->xn, s->y, s->q, s->k, s->v, s->k_stage, s->v_stage, s->att, s->act,
+    void *bufs[] = {s->x, s->xn, s->y, s->q, s->k, s->v, s->att, s->act,
                     s->act2, s->ff_g, s->ff_u, s->rope_cs, s->rope_sn, s->scores, s->jobs,
                     s->router, s->sel, s->sel_w, s->row_of, s->tok_of, s->exp_off, s->xg, s->eg,
                     s->eu, s->hq, s->ed, s->logits};

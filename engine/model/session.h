@@ -2,12 +2,12 @@
  * session.h — the session state shared by session.c, forward.c,
  * attention.c and moe.c (not public).
  *
- * KV cache: per layer, K and V each (cap, n_head_kv * head_dim) in kv_type,
- * position p in slot p % cap; cap = n_ctx for global layers and
- * min(n_swa, n_ctx) for sliding layers (a ring). During a chunk the new
- * K/V rows go to a staging area first; attention reads positions before
- * the chunk from the cache and positions inside it from staging, then the
- * staging rows are written into the cache. So a ring slot is never
+ * KV cache: per layer, position p in slot p % cap; cap = n_ctx for global
+ * layers and min(n_swa, n_ctx) for sliding layers (a ring). K is stored by
+ * rows (cap, n_head_kv * head_dim), V transposed (n_head_kv, head_dim, cap)
+ * so that the weighted sum over positions is a kernel matvec/gemm over
+ * rows of Vt. attention.c writes a token's K/V into its slot before the
+ * token attends, and orders the writes so that a ring slot is never
  * overwritten while a token of the same chunk still needs it.
  *
  * Scratch buffers are sized once for n_batch tokens at session creation.
@@ -18,7 +18,8 @@
 #include "model/model.h"
 
 typedef struct tb_kv_layer {
-    void *k, *v;                     /* (cap, n_head_kv * head_dim) kv_type */
+    void *k;                         /* (cap, n_head_kv * head_dim) kv_type */
+    void *v;                         /* (n_head_kv, head_dim, cap) kv_type  */
     int32_t cap;
 } tb_kv_layer_t;
 
@@ -29,6 +30,8 @@ struct tb_session {
     int32_t pos;                     /* tokens in the cache */
     size_t kv_elem;                  /* 2 (f16) or 4 (f32) */
     tb_kv_layer_t *kv;               /* (n_layer) */
+    int64_t sc_ld;                   /* score row stride: n_ctx rounded up to 16 */
+    size_t sc_per_thread;            /* floats of scores per thread        */
 
     /* ---- per-chunk scratch (nb = n_batch) ---- */
     float *x;                        /* (nb, n_embd) residual stream     */
@@ -36,12 +39,12 @@ struct tb_session {
     float *y;                        /* (nb, n_embd) block output         */
     float *q;                        /* (nb, n_head * head_dim)           */
     float *k, *v;                    /* (nb, n_head_kv * head_dim)        */
-    void *k_stage, *v_stage;         /* (nb, n_head_kv * head_dim) kv_type */
     float *att;                      /* (nb, n_head * head_dim)           */
     void *act, *act2;                /* (nb, max activation row bytes)    */
     float *ff_g, *ff_u;              /* (nb, n_ff) dense gate/up          */
     float *rope_cs, *rope_sn;        /* (2, nb, rope_dims/2): [0] base, [1] base_swa */
-    float *scores;                   /* (n_threads, n_ctx)                */
+    float *scores;                   /* (n_threads, sc_per_thread): per thread
+                                        (group, sc_ld) scores + (group, head_dim) */
     size_t act_bytes;                /* row stride of act/act2            */
 
     /* ---- MoE scratch (nr = nb * n_expert_used routed rows) ---- */
@@ -76,8 +79,9 @@ int tb_forward_chunk(tb_session_t *s, const int32_t *tokens, int32_t n, bool all
 /* ---- attention.c ------------------------------------------------------- */
 
 /* Self-attention of layer il for n tokens starting at s->pos: q/k norm,
- * rope, K/V to staging, attention over each token's window, staging into
- * the cache. Input s->q, s->k, s->v; output s->att (n, n_head*head_dim). */
+ * rope, K/V into the cache, attention over each token's window.
+ * Input s->q, s->k, s->v (modified in place); output s->att
+ * (n, n_head*head_dim). */
 void tb_attention(tb_session_t *s, int32_t il, int32_t n);
 
 /* ---- moe.c ------------------------------------------------------------- */

@@ -216,7 +216,8 @@ static void test_memory_bytes(void **st) {
     assert_int_equal(tb_session_new(m, &sp, &b), TB_OK);
     uint64_t kv_per_pos = 2ull * (uint64_t)in.n_head_kv * (uint64_t)in.head_dim * 4u;
     uint64_t n_global = (uint64_t)(in.n_layer - in.n_swa_layers);
-    uint64_t scores = 64u * 4u;  /* per-thread score row grows with n_ctx */
+    /* per-thread score rows (one per query head of a kv group) grow with n_ctx */
+    uint64_t scores = 64u * 4u * (uint64_t)(in.n_head / in.n_head_kv);
     assert_int_equal(tb_session_memory_bytes(b) - tb_session_memory_bytes(a),
                      64u * kv_per_pos * n_global + scores);
     tb_session_free(a);
