@@ -182,6 +182,8 @@ void tb_plan_explain(const tb_plan_t *p, FILE *out) {
             fprintf(out, ";   test %d: [%s] %s\n", ++n, p->tests[i].name, label);
         }
     }
+    int nv = tb_plan_n_variants(p);
+    if (nv > 1) fprintf(out, "; runs: %d, one per [model] type: %s\n", nv, p->model.v[K_MODEL_TYPE].s);
     fprintf(out, "; normalized text sha256: %s\n", p->hash);
 }
 

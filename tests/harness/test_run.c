@@ -396,6 +396,28 @@ static void test_sigint(void **state) {
     sqlite3_close(d);
 }
 
+/* A test that cannot run (context too small) is recorded as failed with the
+ * reason; the others still run; exit status 1. */
+static void test_failed_test(void **state) {
+    (void)state;
+    char text[1024];
+    snprintf(text, sizeof text, "%s[engine]\nctx = 24\n[protocol]\nwarmup = 0\nrepetitions = 1\n"
+             "bandwidth_probe = 0\n[decode]\ntokens = 4\ndepths = 0, 32\n", MODEL_SECTION);
+    write_file("fail.ini", text);
+    char ini[512], db[512];
+    tpath(ini, sizeof ini, "fail.ini");
+    tpath(db, sizeof db, "fail.db");
+    const char *args[] = {"run", ini, "--db", db, "-q", NULL};
+    assert_int_equal(wait_status(spawn(args)), 1);
+    sqlite3 *d;
+    assert_int_equal(sqlite3_open(db, &d), SQLITE_OK);
+    assert_int_equal(q_num(d, "SELECT count(*) FROM tests WHERE label = 'tg4@d0' AND status = 'complete'"), 1);
+    assert_int_equal(q_num(d, "SELECT count(*) FROM tests WHERE label = 'tg4@d32' AND status = 'failed'"
+                              " AND error LIKE '%%needs 37 context positions%%'"), 1);
+    assert_int_equal(q_num(d, "SELECT count(*) FROM runs WHERE status = 'failed' AND error = '1 of 2 tests failed'"), 1);
+    sqlite3_close(d);
+}
+
 /* Two `ternbench run` processes on one database (and one model cache, empty
  * at first, so both may synthesize): both complete, every row present. */
 static void test_concurrent_runs(void **state) {
@@ -432,6 +454,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_sigkill),
         cmocka_unit_test(test_sigint),
         cmocka_unit_test(test_concurrent_runs),
+        cmocka_unit_test(test_failed_test),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
