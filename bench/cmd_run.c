@@ -22,8 +22,14 @@
 
 static volatile sig_atomic_t stop_flag;
 
+/* First signal: stop cleanly (the runner polls the flag between tokens).
+ * Second: give up at once; the next open marks the run interrupted. */
 static void on_signal(int sig) {
-    (void)sig;
+    if (stop_flag) {
+        signal(sig, SIG_DFL);
+        raise(sig);
+        return;
+    }
     stop_flag = 1;
 }
 
@@ -94,6 +100,7 @@ int cmd_run(int argc, char **argv) {
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_signal;
+    sa.sa_flags = SA_RESTART;
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);

@@ -15,6 +15,7 @@ void tb_progress_init(tb_progress_t *p, int64_t total, int quiet) {
     p->total = total > 0 ? total : 1;
     p->done = 0;
     p->bar_shown = 0;
+    p->last_draw_ns = 0;
 }
 
 /* "1m05s" / "12s" */
@@ -25,14 +26,15 @@ static void fmt_secs(double s, char *buf, size_t cap) {
     else snprintf(buf, cap, "%lds", t);
 }
 
-void tb_progress_step(tb_progress_t *p, int64_t n, const char *what) {
-    p->done += n;
-    if (p->done > p->total) p->done = p->total;
+/* Draw the bar at `units` done (fractional). */
+static void draw(tb_progress_t *p, double units, const char *what) {
     if (p->quiet || !p->tty) return;   /* non-TTY output is one note per test */
-    double el = (double)(tb_now_ns() - p->t0_ns) / 1e9;
-    double frac = (double)p->done / (double)p->total;
+    p->last_draw_ns = tb_now_ns();
+    double el = (double)(p->last_draw_ns - p->t0_ns) / 1e9;
+    double frac = units / (double)p->total;
+    if (frac > 1) frac = 1;
     char eta[32] = "?", elapsed[32];
-    if (p->done > 0) fmt_secs(el / frac - el, eta, sizeof eta);
+    if (frac > 0) fmt_secs(el / frac - el, eta, sizeof eta);
     fmt_secs(el, elapsed, sizeof elapsed);
     enum { W = 30 };
     char bar[W + 1];
@@ -43,6 +45,19 @@ void tb_progress_step(tb_progress_t *p, int64_t n, const char *what) {
             elapsed, eta);
     fflush(stderr);
     p->bar_shown = 1;
+}
+
+void tb_progress_step(tb_progress_t *p, int64_t n, const char *what) {
+    p->done += n;
+    if (p->done > p->total) p->done = p->total;
+    draw(p, (double)p->done, what);
+}
+
+void tb_progress_partial(tb_progress_t *p, double frac, const char *what) {
+    if (p->quiet || !p->tty || tb_now_ns() - p->last_draw_ns < 200000000ull) return;
+    if (frac < 0) frac = 0;
+    if (frac > 0.999) frac = 0.999;
+    draw(p, (double)p->done + frac, what);
 }
 
 void tb_progress_note(tb_progress_t *p, const char *fmt, ...) {

@@ -232,6 +232,14 @@ static double ref_sample(run_ctx_t *c, int64_t test_id) {
     return ms;
 }
 
+/* Progress inside a repetition (workload tick). */
+typedef struct tick_ctx { tb_progress_t *prog; const char *label; } tick_ctx_t;
+
+static void on_tick(void *ud, double frac) {
+    tick_ctx_t *t = ud;
+    tb_progress_partial(t->prog, frac, t->label);
+}
+
 /* ===================================================================== */
 /* One test case                                                          */
 /* ===================================================================== */
@@ -337,6 +345,9 @@ static int run_case(run_ctx_t *c, const tb_section_t *sec, int ci, char status[1
                    .n_prompt = n_prompt, .record = record,
                    .n_batch = (int)p->engine.v[K_ENGINE_BATCH].i, .kv_type = c->kv_type,
                    .bw_gbps = c->bw_before, .sensors = c->sensors, .stop = c->opts->stop};
+    tick_ctx_t tick = {&c->prog, label};
+    w.tick = on_tick;
+    w.tick_ud = &tick;
     tb_rep_t rep = {0};
     series_t ser[TB_REP_MAX_METRICS];
     int n_ser = 0;

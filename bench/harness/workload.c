@@ -202,6 +202,7 @@ static int run_decode(const tb_work_t *w, tb_rep_t *r, double e0) {
         step[i] = (double)(now - prev) / 1e6;
         prev = now;
         if (w->record) event(r, 1, (int64_t)(now - t0), tok, NULL, 0);
+        if (w->tick && (i & 63) == 63) w->tick(w->tick_ud, (double)i / (double)n);
     }
     double s = (double)(prev - start) / 1e9;
     double tps = (double)n / s;
@@ -270,6 +271,7 @@ static int run_generate(const tb_work_t *w, tb_rep_t *r, double e0, int64_t n_ge
         chars += tb_utf8_chars(piece, (size_t)k);
         if (w->record) event(r, 1, (int64_t)(now - t0), tok, piece, k);
         n_out++;
+        if (w->tick && (n_out & 63) == 0) w->tick(w->tick_ud, (double)n_out / (double)n_gen);
     }
     k = tb_detok_flush(dt, piece, sizeof piece);
     if (k > 0) {
@@ -370,6 +372,11 @@ static int run_sustained(const tb_work_t *w, tb_rep_t *r, double e0) {
                                                win / ((double)(now - w_start) / 1e9), n_hist};
             in_win = 0;
             w_start = now;
+            if (w->tick) {
+                double f = n_max > 0 ? (double)n / (double)n_max : 0;
+                if (dur_ms > 0) f = TB_MAX(f, (double)(now - start) / 1e6 / (double)dur_ms);
+                w->tick(w->tick_ud, f);
+            }
         }
     }
     double s = (double)(tb_now_ns() - start) / 1e9;

@@ -63,6 +63,9 @@ typedef struct tb_work {
     double bw_gbps;             /* roofline (probe before the run), <= 0 unknown */
     tb_sensors_t *sensors;      /* for energy; may be NULL                   */
     volatile sig_atomic_t *stop;
+    /* optional: called during long repetitions with the fraction done */
+    void (*tick)(void *ud, double frac);
+    void *tick_ud;
 } tb_work_t;
 
 void tb_rep_reset(tb_rep_t *r);
