@@ -4,6 +4,6 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tools/setup.sh
-./build/ternbench run scenarios/quick.ini --db results/ternbench.db
-./build/ternbench report --db results/ternbench.db --last 1 --out report/out
+./build/bench/ternbench run scenarios/quick.ini --db results/ternbench.db
+./build/bench/ternbench report --db results/ternbench.db --last 1 --out report/out
 echo "main: report written to $(pwd)/report/out/report.html"

@@ -32,4 +32,4 @@ build_one build
 if [ "${1:-}" = "--asan" ]; then
   build_one build-asan -Dbuildtype=debugoptimized -Db_sanitize=address,undefined -Db_lundef=false
 fi
-echo "setup: built build/ternbench"
+echo "setup: built build/bench/ternbench"
