@@ -6,14 +6,18 @@
  * construction); it is O(cols) per matvec against O(rows * cols) weights.
  */
 #include "kernels/x86_common.h"
+#include "kernels/x86_act.h"
 #include "kernels/x86_float.h"
 #include "kernels/x86_int.h"
+#include "kernels/x86_kquant.h"
 #include "kernels/x86_ternary.h"
 
 #define DOT_Q8_0(nt, n, s, w, a) dot_q_0(nt, n, s, w, a, false, false)
 #define DOT_Q4_0(nt, n, s, w, a) dot_q_0(nt, n, s, w, a, true, false)
 #define DOT_TQ2_0(nt, n, s, w, a) dot_tq2_0(nt, n, s, w, a, false)
 #define DOT_TQ1_0(nt, n, s, w, a) dot_tq1_0(nt, n, s, w, a, false)
+#define DOT_Q4_K(nt, n, s, w, a) dot_q4_K(nt, n, s, w, a, false)
+#define DOT_Q6_K(nt, n, s, w, a) dot_q6_K(nt, n, s, w, a, false)
 #define DOT_F32(nt, n, s, w, a) dot_fx(nt, n, s, w, a, 0)
 #define DOT_F16(nt, n, s, w, a) dot_fx(nt, n, s, w, a, 1)
 #define DOT_BF16(nt, n, s, w, a) dot_fx(nt, n, s, w, a, 2)
@@ -22,6 +26,8 @@ TB_X86_KERNELS(q8_0, DOT_Q8_0)
 TB_X86_KERNELS(q4_0, DOT_Q4_0)
 TB_X86_KERNELS(tq2_0, DOT_TQ2_0)
 TB_X86_KERNELS(tq1_0, DOT_TQ1_0)
+TB_X86_KERNELS(q4_K, DOT_Q4_K)
+TB_X86_KERNELS(q6_K, DOT_Q6_K)
 TB_X86_KERNELS(f32, DOT_F32)
 TB_X86_KERNELS(f16, DOT_F16)
 TB_X86_KERNELS(bf16, DOT_BF16)
@@ -34,8 +40,11 @@ void tb_kernels_fill_avx2(tb_kernels_t *k) {
     TB_X86_SET(k, TB_TYPE_Q4_0, q4_0, NULL);
     TB_X86_SET(k, TB_TYPE_TQ2_0, tq2_0, NULL);
     TB_X86_SET(k, TB_TYPE_TQ1_0, tq1_0, NULL);
+    TB_X86_SET(k, TB_TYPE_Q4_K, q4_K, NULL);
+    TB_X86_SET(k, TB_TYPE_Q6_K, q6_K, NULL);
     TB_X86_SET(k, TB_TYPE_F32, f32, NULL);
     TB_X86_SET(k, TB_TYPE_F16, f16, NULL);
     TB_X86_SET(k, TB_TYPE_BF16, bf16, NULL);
     k->read_sum = read_sum;
+    tb_x86_set_act(k);   /* SIMD Q8_0 / Q8_K activation quantizers (x86_act.h) */
 }

@@ -8,12 +8,17 @@
 #include "kernels/x86_common.h"
 #include "kernels/x86_float.h"
 #include "kernels/x86_int.h"
+#include "kernels/x86_kquant.h"
 #include "kernels/x86_ternary.h"
 
 #define DOT_Q8_0(nt, n, s, w, a) dot_q_0(nt, n, s, w, a, false, false)
 #define DOT_Q4_0(nt, n, s, w, a) dot_q_0(nt, n, s, w, a, true, false)
 #define DOT_TQ2_0(nr, nt, n, s, w, a) dot_tq2_0_rt(nr, nt, n, s, w, a, false)
 #define DOT_TQ1_0(nt, n, s, w, a) dot_tq1_0(nt, n, s, w, a, false)
+#define DOT_Q4_K(nt, n, s, w, a) dot_q4_K(nt, n, s, w, a, false)
+#define DOT_Q6_K(nt, n, s, w, a) dot_q6_K(nt, n, s, w, a, false)
+#define DOT_Q4_K_VNNI(nt, n, s, w, a) dot_q4_K(nt, n, s, w, a, true)
+#define DOT_Q6_K_VNNI(nt, n, s, w, a) dot_q6_K(nt, n, s, w, a, true)
 #define DOT_Q8_0_VNNI(nt, n, s, w, a) dot_q_0(nt, n, s, w, a, false, true)
 #define DOT_Q4_0_VNNI(nt, n, s, w, a) dot_q_0(nt, n, s, w, a, true, true)
 #define DOT_TQ2_0_VNNI(nr, nt, n, s, w, a) dot_tq2_0_rt(nr, nt, n, s, w, a, true)
@@ -23,10 +28,14 @@ TB_X86_KERNELS(q8_0, DOT_Q8_0)
 TB_X86_KERNELS(q4_0, DOT_Q4_0)
 TB_X86_KERNELS_RT(tq2_0, DOT_TQ2_0)
 TB_X86_KERNELS(tq1_0, DOT_TQ1_0)
+TB_X86_KERNELS(q4_K, DOT_Q4_K)
+TB_X86_KERNELS(q6_K, DOT_Q6_K)
 TB_X86_KERNELS(q8_0_vnni, DOT_Q8_0_VNNI)
 TB_X86_KERNELS(q4_0_vnni, DOT_Q4_0_VNNI)
 TB_X86_KERNELS_RT(tq2_0_vnni, DOT_TQ2_0_VNNI)
 TB_X86_KERNELS(tq1_0_vnni, DOT_TQ1_0_VNNI)
+TB_X86_KERNELS(q4_K_vnni, DOT_Q4_K_VNNI)
+TB_X86_KERNELS(q6_K_vnni, DOT_Q6_K_VNNI)
 
 /* Sum of 64-bit words, 128 bytes per step in two chains. */
 static uint64_t read_sum(const void *p, size_t n) {
@@ -50,12 +59,16 @@ void tb_kernels_fill_avx512(tb_kernels_t *k) {
         TB_X86_SET(k, TB_TYPE_Q4_0, q4_0_vnni, NULL);
         TB_X86_SET(k, TB_TYPE_TQ2_0, tq2_0_vnni, NULL);
         TB_X86_SET(k, TB_TYPE_TQ1_0, tq1_0_vnni, NULL);
+        TB_X86_SET(k, TB_TYPE_Q4_K, q4_K_vnni, NULL);
+        TB_X86_SET(k, TB_TYPE_Q6_K, q6_K_vnni, NULL);
     } else {
         k->features = "avx512f,avx512bw,avx512vl,avx512dq";
         TB_X86_SET(k, TB_TYPE_Q8_0, q8_0, NULL);
         TB_X86_SET(k, TB_TYPE_Q4_0, q4_0, NULL);
         TB_X86_SET(k, TB_TYPE_TQ2_0, tq2_0, NULL);
         TB_X86_SET(k, TB_TYPE_TQ1_0, tq1_0, NULL);
+        TB_X86_SET(k, TB_TYPE_Q4_K, q4_K, NULL);
+        TB_X86_SET(k, TB_TYPE_Q6_K, q6_K, NULL);
     }
     k->read_sum = read_sum;
 }

@@ -9,6 +9,7 @@
  * token, so rows are bit-identical between the two.
  */
 #include "kernels/kernels.h"
+#include "kernels/generic_kquant.h"
 
 /* ---------------------------------------------------------------------- */
 /* Dot products                                                             */
@@ -89,6 +90,8 @@ GEN_KERNELS(q8_0)
 GEN_KERNELS(q4_0)
 GEN_KERNELS(tq2_0)
 GEN_KERNELS(f32)
+GEN_KERNELS(q4_K)
+GEN_KERNELS(q6_K)
 
 #define SET(wt, fmt)                          \
     do {                                      \
@@ -111,5 +114,7 @@ void tb_kernels_fill_generic(tb_kernels_t *k) {
     SET(TB_TYPE_Q4_0, q4_0);
     SET(TB_TYPE_TQ2_0, tq2_0);
     SET(TB_TYPE_F32, f32);
+    SET(TB_TYPE_Q4_K, q4_K);
+    SET(TB_TYPE_Q6_K, q6_K);
     k->read_sum = tb_read_sum_generic;
 }

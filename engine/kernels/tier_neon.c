@@ -3,7 +3,8 @@
  * are compiled with a function-level "+dotprod" target and chosen at run
  * time when HWCAP_ASIMDDP is present).
  *
- * Formats: Q8_0, Q4_0, TQ2_0 (x Q8_0 / Q8_K activations) and F32. Others
+ * Formats: Q8_0, Q4_0, TQ2_0, Q4_K, Q6_K (x Q8_0 / Q8_K activations; the
+ * K formats in neon_kquant.h) and F32. Others
  * inherit generic/ref. Each block's integer dot is exact; only the float
  * summation order differs from _ref. gemm is matvec per token, so rows are
  * bit-identical between the two.
@@ -15,6 +16,8 @@
 
 #if defined(__aarch64__)
 #include <arm_neon.h>
+
+#include "kernels/neon_kquant.h"
 
 #define TB_INLINE static inline __attribute__((always_inline))
 
@@ -94,6 +97,8 @@ TB_INLINE int32x4_t dot16_base(int32x4_t acc, int8x16_t x, int8x16_t y) {
 
 NEON_BODIES(base, DOT16_BASE, )
 NEON_BODIES(sdot, DOT16_SDOT, __attribute__((target("arch=armv8.2-a+dotprod"))))
+NEON_KQUANT_BODIES(base, DOT16_BASE, )
+NEON_KQUANT_BODIES(sdot, DOT16_SDOT, __attribute__((target("arch=armv8.2-a+dotprod"))))
 
 static void dot_f32(int64_t n, float *s, const void *w, const void *a) {
     const float *x = w, *y = a;
@@ -131,6 +136,10 @@ NEON_KERNELS(tq2_0_base)
 NEON_KERNELS(q8_0_sdot)
 NEON_KERNELS(q4_0_sdot)
 NEON_KERNELS(tq2_0_sdot)
+NEON_KERNELS(q4_K_base)
+NEON_KERNELS(q6_K_base)
+NEON_KERNELS(q4_K_sdot)
+NEON_KERNELS(q6_K_sdot)
 NEON_KERNELS(f32)
 
 #define SET(wt, fmt)                          \
@@ -158,11 +167,15 @@ void tb_kernels_fill_neon(tb_kernels_t *k) {
         SET(TB_TYPE_Q8_0, q8_0_sdot);
         SET(TB_TYPE_Q4_0, q4_0_sdot);
         SET(TB_TYPE_TQ2_0, tq2_0_sdot);
+        SET(TB_TYPE_Q4_K, q4_K_sdot);
+        SET(TB_TYPE_Q6_K, q6_K_sdot);
     } else {
         k->features = "neon";
         SET(TB_TYPE_Q8_0, q8_0_base);
         SET(TB_TYPE_Q4_0, q4_0_base);
         SET(TB_TYPE_TQ2_0, tq2_0_base);
+        SET(TB_TYPE_Q4_K, q4_K_base);
+        SET(TB_TYPE_Q6_K, q6_K_base);
     }
     SET(TB_TYPE_F32, f32);
     k->read_sum = read_sum;

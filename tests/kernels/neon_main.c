@@ -59,7 +59,8 @@ static double abs_dot(tb_type_t wt, const void *w, const void *a, int64_t n) {
 }
 
 static void check_tier(const tb_kernels_t *ref, const tb_kernels_t *k, const char *name) {
-    static const tb_type_t types[] = {TB_TYPE_F32, TB_TYPE_Q8_0, TB_TYPE_Q4_0, TB_TYPE_TQ2_0};
+    static const tb_type_t types[] = {TB_TYPE_F32, TB_TYPE_Q8_0, TB_TYPE_Q4_0, TB_TYPE_TQ2_0,
+                                      TB_TYPE_Q4_K, TB_TYPE_Q6_K};
     for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
         tb_type_t wt = types[ti];
         const tb_type_traits_t *tr = tb_type_traits(wt);
