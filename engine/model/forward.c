@@ -3,10 +3,13 @@
  *
  *   x = token_embd[tokens]                                   (n, n_embd)
  *   per layer:
- *     xn = rmsnorm(x) ; q,k,v = Wq,Wk,Wv · xn   (one quantization, one pass)
+ *     xn = rmsnorm(x) ; q,k,v = Wq,Wk,Wv · xn   (one pass: norm + quantization
+ *                                                as its prologue)
  *     att = attention(q, k, v)                  (attention.c)
- *     x += Wo · att
- *     xn = rmsnorm(x) ; x += ffn(xn)            (dense SwiGLU or moe.c)
+ *     x += Wo · att                             (one pass; the add is the
+ *                                                epilogue of each row range)
+ *     xn = rmsnorm(x) ; x += ffn(xn)            (dense SwiGLU or moe.c; the
+ *                                                SwiGLU is the down pass's prologue)
  *   logits = output · rmsnorm(x)   for the last token, or all when asked
  *
  * The same code runs a prefill chunk (gemm) and a single decode token
@@ -15,36 +18,52 @@
 #include "model/session.h"
 #include "kernels/kernels.h"
 
+#include <math.h>
 #include <string.h>
 
 /* ===================================================================== */
 /* Fused linear over one input                                            */
 /* ===================================================================== */
 
-/* ys[i] (n, w[i]->n_out, row stride ld[i]) = w[i] · x for the n rows of x
- * (n_in floats each). Weights sharing an activation format share one
- * quantization of x and one pool pass. */
-static void lin_multi(tb_session_t *s, const tb_weight_t *const *w, float *const *ys,
-                      const int64_t *ld, int nw, const float *x, int64_t n) {
+/* True when weights of type t take f32 activations (no quantization). */
+static bool act_is_f32(tb_type_t t) { return tb_type_traits(t)->vec_dot_type == TB_TYPE_F32; }
+
+/* ys[i] (n, w[i]->n_out, row stride ld[i]) = w[i] · act(x) (+= into acc[i]
+ * when acc and acc[i]), for the n rows of x (row stride x_ld). act(x) is
+ * `pro` applied to x (its x, n, ld already set by the caller: NORM,
+ * SWIGLU or QUANT). Weights sharing an activation format share one
+ * prologue and one pool pass; a second format (mixed files) gets a
+ * plain quantization of the prologue's output in a pass of its own. */
+static void lin_multi(tb_session_t *s, tb_lin_pro_t *pro, const tb_weight_t *const *w,
+                      float *const *ys, const int64_t *ld, float *const *acc, int nw) {
     bool done[8] = {false};
     assert(nw <= 8);
+    bool first = true;
     for (int i = 0; i < nw; i++) {
         if (done[i]) continue;
         const tb_type_t act = tb_type_traits(w[i]->type)->vec_dot_type;
-        const size_t st = tb_lin_quantize(w[i]->type, x, w[i]->n_in, n, w[i]->n_in, s->act);
+        tb_lin_pro_t p = *pro;
+        if (!first) {               /* later formats: the prologue already ran */
+            p.kind = TB_PRO_QUANT;
+            p.x = pro->kind == TB_PRO_NORM ? pro->xn : pro->x;
+        }
+        const float *src = p.kind == TB_PRO_NORM ? p.xn : p.x;    /* (n, ld) act input */
+        p.wtype = w[i]->type;
+        p.q = act_is_f32(w[i]->type) ? NULL : s->act;
+        p.q_stride = p.q ? tb_act_row_bytes(w[i]->type, p.n_in) : 0;
+        const void *a = p.q ? p.q : (const void *)src;
+        const size_t st = p.q ? p.q_stride : (size_t)p.ld * sizeof(float);
         int nj = 0;
         for (int j = i; j < nw; j++) {
             if (done[j] || tb_type_traits(w[j]->type)->vec_dot_type != act) continue;
             done[j] = true;
-            s->jobs[nj++] = (tb_lin_job_t){.w = w[j], .a = s->act, .a_stride = st, .n_tok = n,
-                                           .y = ys[j], .ldy = ld[j]};
+            s->jobs[nj++] = (tb_lin_job_t){.w = w[j], .a = a, .a_stride = st, .n_tok = p.n,
+                                           .y = ys[j], .ldy = ld[j], .acc = acc ? acc[j] : NULL};
         }
-        tb_lin_run(s->pool, s->jobs, nj);
+        if (p.kind == TB_PRO_QUANT && !p.q) p.kind = TB_PRO_NONE;
+        tb_lin_run(s->pool, &p, s->jobs, nj);
+        first = false;
     }
-}
-
-static void add_rows(float *x, const float *y, int64_t n) {
-    for (int64_t i = 0; i < n; i++) x[i] += y[i];
 }
 
 /* ===================================================================== */
@@ -56,42 +75,45 @@ static void attn_block(tb_session_t *s, int32_t il, int32_t n) {
     const tb_layer_t *L = &s->m->layers[il];
     const int64_t E = in->n_embd;
     const int64_t nq = (int64_t)in->n_head * in->head_dim, nkv = (int64_t)in->n_head_kv * in->head_dim;
-    for (int32_t t = 0; t < n; t++) tb_op_rmsnorm(s->xn + t * E, s->x + t * E, L->attn_norm, (int)E, in->norm_eps);
+    /* xn = rmsnorm(x) ; q, k, v = Wq, Wk, Wv · xn */
+    tb_lin_pro_t pn = {.kind = TB_PRO_NORM, .x = s->x, .ld = E, .n_in = E, .n = n,
+                       .w = L->attn_norm, .eps = in->norm_eps, .xn = s->xn};
     const tb_weight_t *w[3] = {&L->wq, &L->wk, &L->wv};
     float *ys[3] = {s->q, s->k, s->v};
     const int64_t ld[3] = {nq, nkv, nkv};
-    lin_multi(s, w, ys, ld, 3, s->xn, n);
+    lin_multi(s, &pn, w, ys, ld, NULL, 3);
     tb_attention(s, il, n);
+    /* x += Wo · att */
+    tb_lin_pro_t pq = {.kind = TB_PRO_QUANT, .x = s->att, .ld = nq, .n_in = nq, .n = n};
     const tb_weight_t *wo[1] = {&L->wo};
-    float *yo[1] = {s->y};
+    float *yo[1] = {s->y}, *acc[1] = {s->x};
     const int64_t ldo[1] = {E};
-    lin_multi(s, wo, yo, ldo, 1, s->att, n);
-    add_rows(s->x, s->y, (int64_t)n * E);
+    lin_multi(s, &pq, wo, yo, ldo, acc, 1);
 }
 
 static void dense_ffn(tb_session_t *s, int32_t il, int32_t n) {
     const tb_model_info_t *in = &s->m->info;
     const tb_layer_t *L = &s->m->layers[il];
-    const int64_t F = in->n_ff;
+    const int64_t E = in->n_embd, F = in->n_ff;
+    /* g, u = Wg, Wu · rmsnorm(x) */
+    tb_lin_pro_t pn = {.kind = TB_PRO_NORM, .x = s->x, .ld = E, .n_in = E, .n = n,
+                       .w = L->ffn_norm, .eps = in->norm_eps, .xn = s->xn};
     const tb_weight_t *w[2] = {&L->ffn_gate, &L->ffn_up};
     float *ys[2] = {s->ff_g, s->ff_u};
     const int64_t ld[2] = {F, F};
-    lin_multi(s, w, ys, ld, 2, s->xn, n);
-    for (int64_t i = 0; i < (int64_t)n * F; i++) s->ff_g[i] = tb_op_silu(s->ff_g[i]) * s->ff_u[i];
+    lin_multi(s, &pn, w, ys, ld, NULL, 2);
+    /* x += Wd · (silu(g) * u) */
+    tb_lin_pro_t ps = {.kind = TB_PRO_SWIGLU, .x = s->ff_g, .u = s->ff_u, .ld = F, .n_in = F,
+                       .n = n, .clamp = INFINITY};
     const tb_weight_t *wd[1] = {&L->ffn_down};
-    float *yd[1] = {s->y};
-    const int64_t ldd[1] = {in->n_embd};
-    lin_multi(s, wd, yd, ldd, 1, s->ff_g, n);
+    float *yd[1] = {s->y}, *acc[1] = {s->x};
+    const int64_t ldd[1] = {E};
+    lin_multi(s, &ps, wd, yd, ldd, acc, 1);
 }
 
 static void ffn_block(tb_session_t *s, int32_t il, int32_t n) {
-    const tb_model_info_t *in = &s->m->info;
-    const tb_layer_t *L = &s->m->layers[il];
-    const int64_t E = in->n_embd;
-    for (int32_t t = 0; t < n; t++) tb_op_rmsnorm(s->xn + t * E, s->x + t * E, L->ffn_norm, (int)E, in->norm_eps);
-    if (in->n_expert > 0) tb_moe_ffn(s, il, n);
+    if (s->m->info.n_expert > 0) tb_moe_ffn(s, il, n);
     else dense_ffn(s, il, n);
-    add_rows(s->x, s->y, (int64_t)n * E);
 }
 
 /* ===================================================================== */
@@ -130,12 +152,12 @@ int tb_forward_chunk(tb_session_t *s, const int32_t *tokens, int32_t n, bool all
     /* ---- output head ---- */
     if (!logits) { s->pos += n; return TB_OK; }
     const int32_t t0 = all_logits ? 0 : n - 1, nl = n - t0;
-    for (int32_t t = 0; t < nl; t++)
-        tb_op_rmsnorm(s->xn + t * E, s->x + (t0 + t) * E, m->output_norm, (int)E, in->norm_eps);
+    tb_lin_pro_t pn = {.kind = TB_PRO_NORM, .x = s->x + t0 * E, .ld = E, .n_in = E, .n = nl,
+                       .w = m->output_norm, .eps = in->norm_eps, .xn = s->xn};
     const tb_weight_t *w[1] = {&m->output};
     float *ys[1] = {logits};
     const int64_t ld[1] = {in->n_vocab};
-    lin_multi(s, w, ys, ld, 1, s->xn, nl);
+    lin_multi(s, &pn, w, ys, ld, NULL, 1);
     s->pos += n;
     return TB_OK;
 }

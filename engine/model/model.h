@@ -87,7 +87,9 @@ static inline float tb_op_silu(float x) { return x / (1.0f + __builtin_expf(-x))
 
 /* One matrix of a fused linear pass: Y[t * ldy + r] = W[r] · A[t] for the
  * n_tok activation rows A (already quantized to W's activation format,
- * stride a_stride bytes) and rows r of [0, W->n_out). */
+ * stride a_stride bytes) and rows r of [0, W->n_out). With acc, the thread
+ * that computed rows [a, b) then adds them: acc[t * ldy + r] += Y[...]
+ * (the residual add, without a pass of its own). */
 typedef struct tb_lin_job {
     const tb_weight_t *w;
     size_t mat;                      /* matrix index within a stack (experts) */
@@ -96,13 +98,54 @@ typedef struct tb_lin_job {
     int64_t n_tok;
     float *y;
     int64_t ldy;
+    float *acc;                      /* NULL, or (n_tok, ldy) += y */
 } tb_lin_job_t;
 
-/* Run all jobs in ONE pool pass: the rows of all jobs are concatenated and
- * split into contiguous, 16-row aligned ranges, one per thread; each row is
- * computed by exactly one thread (matvec when n_tok == 1, else gemm), so the
- * result does not depend on the thread count. */
-void tb_lin_run(tb_pool_t *pool, const tb_lin_job_t *jobs, int n_jobs);
+/* The prologue of a pass: activation rows the pass's threads produce
+ * together, split by (row, chunk of quantization blocks), before a barrier
+ * and the matrix rows. Every element is computed the same way whatever
+ * the split, so the result does not depend on the thread count. */
+typedef enum tb_pro_kind {
+    TB_PRO_NONE = 0,
+    TB_PRO_QUANT,      /* q = quant(x)                                        */
+    TB_PRO_NORM,       /* xn = rmsnorm(x) * w (sum of squares in double over
+                          the whole row, computed by each thread that needs
+                          it, same order); q = quant(xn)                       */
+    TB_PRO_SWIGLU,     /* x = silu(min(x, c)) * clamp(u, -c, c) in place;
+                          q = quant(x)                                         */
+} tb_pro_kind_t;
+
+typedef struct tb_lin_pro {
+    tb_pro_kind_t kind;
+    float *x;                        /* (n, ld) input rows (SWIGLU: gate, overwritten) */
+    const float *u;                  /* SWIGLU: (n, ld) up rows             */
+    int64_t ld, n_in, n;             /* row stride in floats, row length, rows */
+    const float *w;                  /* NORM: (n_in) weight                 */
+    float eps;                       /* NORM                                */
+    float clamp;                     /* SWIGLU: c, INFINITY for none        */
+    float *xn;                       /* NORM: (n, ld) output rows           */
+    tb_type_t wtype;                 /* quantize for this weight type ...   */
+    void *q;                         /* ... into q (NULL: no quantization)  */
+    size_t q_stride;                 /* = tb_act_row_bytes(wtype, n_in)     */
+} tb_lin_pro_t;
+
+/* Run the share `ith` of `nth` of a prologue. */
+void tb_lin_prologue(const tb_lin_pro_t *p, int ith, int nth);
+
+/* A one-shot barrier for the nth threads of one pool pass (zero it before
+ * the pass). Spins, yielding the CPU after a while. */
+typedef struct tb_lin_barrier { _Atomic int arrived; } tb_lin_barrier_t;
+void tb_lin_barrier_wait(tb_lin_barrier_t *b, int nth);
+
+/* Run all jobs in ONE pool pass, after the prologue `pro` (NULL: none)
+ * and a barrier: the rows of all jobs are concatenated and split into
+ * contiguous, 16-row aligned ranges, one per thread, balanced by bytes;
+ * each row is computed by exactly one thread (matvec when n_tok == 1,
+ * else gemm), so the result does not depend on the thread count. */
+void tb_lin_run(tb_pool_t *pool, const tb_lin_pro_t *pro, const tb_lin_job_t *jobs, int n_jobs);
+
+/* Rows [r0, r1) of one job on the calling thread (plus its acc epilogue). */
+void tb_lin_rows(const tb_lin_job_t *j, int64_t r0, int64_t r1);
 
 /* Quantize n rows of x (row stride x_ld floats, n_in each) to the activation
  * format of weight type wtype; output row stride is the return value

@@ -8,77 +8,111 @@
  *            summed in top-k rank order.
  *
  * The routed (token, slot) pairs are sorted by expert ("routed rows"), so
- * each active expert sees one contiguous group of token rows: ONE pool pass
- * runs gate and up of all active experts (matvec for a group of one, gemm
- * otherwise), one pass forms h and quantizes it, one pass runs every
- * expert's down projection, one pass sums the weighted outputs. The input
- * is quantized once per token, not once per expert.
+ * each active expert sees one contiguous group of token rows. Passes:
+ *   1  rmsnorm + quantization of the input (prologue), router logits;
+ *      then softmax/top-k on the caller (cheap);
+ *   2  gate and up of all active experts (matvec for a group of one, gemm
+ *      otherwise);
+ *   3  h = swiglu and its quantization (prologue), every expert's down
+ *      projection; decode: each thread then combines its own output rows
+ *      into x (router weights in the epilogue); prefill: a 4th pass sums
+ *      the weighted outputs into x.
+ * The input is quantized once per token, not once per expert.
  */
 #include "model/session.h"
 #include "kernels/kernels.h"
 
 #include <math.h>
+#include <stdatomic.h>
 #include <string.h>
 
 typedef struct moe_ctx {
     tb_session_t *s;
     const tb_layer_t *L;
     int32_t n, nr;
-    size_t h_stride;          /* bytes per quantized h row */
+    tb_lin_pro_t pro;         /* SwiGLU + quantization of the routed rows */
+    const void *h;            /* (nr, h_stride) down activations          */
+    size_t h_stride;
+    tb_lin_barrier_t bar;
 } moe_ctx;
 
-/* Top-k of p (n values) into sel/w (k), renormalised. */
+/* ===================================================================== */
+/* Router                                                                 */
+/* ===================================================================== */
+
+/* Top-k of p (n values) into sel/w (k), renormalised: descending p, ties
+ * to the lower expert id (one insertion pass, O(n k)). */
 static void route(const float *p, int n, int k, int32_t *sel, float *w) {
-    float sum = 0.0f;
-    for (int i = 0; i < k; i++) {
-        int best = -1;
-        for (int e = 0; e < n; e++) {
-            bool taken = false;
-            for (int j = 0; j < i; j++) taken |= sel[j] == e;
-            if (!taken && (best < 0 || p[e] > p[best])) best = e;
-        }
-        sel[i] = best;
-        w[i] = p[best];
-        sum += p[best];
+    int m = 0;                                   /* entries kept so far */
+    for (int e = 0; e < n; e++) {
+        if (m == k && !(p[e] > p[sel[k - 1]])) continue;
+        int i = m < k ? m++ : k - 1;             /* drop the last when full */
+        while (i > 0 && p[e] > p[sel[i - 1]]) { sel[i] = sel[i - 1]; i--; }
+        sel[i] = e;
     }
+    float sum = 0.0f;
+    for (int i = 0; i < k; i++) sum += w[i] = p[sel[i]];
     for (int i = 0; i < k; i++) w[i] /= sum;
 }
 
-/* h = silu(min(g, c)) * clamp(u, -c, c) per routed row, then quantized. */
-static void act_worker(void *arg, int ith, int nth) {
+/* ===================================================================== */
+/* Combine                                                                */
+/* ===================================================================== */
+
+/* x[t, i] += Σ_k w[t,k] · down_out[row_of[t,k], i] in rank order, for
+ * i in [i0, i1) (y holds the sum). Shared by decode and prefill so both
+ * round identically. */
+static void combine_rows(tb_session_t *s, int32_t t, int64_t i0, int64_t i1) {
+    const int64_t E = s->m->info.n_embd;
+    const int K = s->m->info.n_expert_used;
+    float *y = s->y + (int64_t)t * E, *x = s->x + (int64_t)t * E;   /* (n_embd) */
+    for (int64_t i = i0; i < i1; i++) y[i] = 0.0f;
+    for (int k = 0; k < K; k++) {
+        const float w = s->sel_w[t * K + k];
+        const float *d = s->ed + (int64_t)s->row_of[t * K + k] * E;  /* (n_embd) */
+        for (int64_t i = i0; i < i1; i++) y[i] += w * d[i];
+    }
+    for (int64_t i = i0; i < i1; i++) x[i] += y[i];
+}
+
+/* Prefill: combine per (token, 256-wide chunk). */
+static void combine_worker(void *arg, int ith, int nth) {
     const moe_ctx *c = arg;
-    tb_session_t *s = c->s;
-    const int64_t F = s->m->info.n_ff_exp;
-    const float cl = c->L->clamp;
-    const tb_from_float_fn quant = tb_kernels()->t[c->L->down_exps.type].quantize_act;
-    for (int32_t r = ith; r < c->nr; r += nth) {
-        float *g = s->eg + (int64_t)r * F;          /* (n_ff_exp) */
-        const float *u = s->eu + (int64_t)r * F;    /* (n_ff_exp) */
-        for (int64_t i = 0; i < F; i++) {
-            float gi = fminf(g[i], cl);
-            float ui = fminf(fmaxf(u[i], -cl), cl);
-            g[i] = tb_op_silu(gi) * ui;
-        }
-        quant(g, (uint8_t *)s->hq + (size_t)r * c->h_stride, F);
+    const int64_t E = c->s->m->info.n_embd, ce = 256, nc = (E + ce - 1) / ce;
+    const int64_t items = (int64_t)c->n * nc;
+    for (int64_t it = items * ith / nth; it < items * (ith + 1) / nth; it++) {
+        const int64_t c0 = (it % nc) * ce;
+        combine_rows(c->s, (int32_t)(it / nc), c0, TB_MIN(E, c0 + ce));
     }
 }
 
-/* y[t] = Σ_k w[t,k] · down_out[row_of[t,k]] in rank order. */
-static void combine_worker(void *arg, int ith, int nth) {
-    const moe_ctx *c = arg;
+/* Decode (one token): SwiGLU prologue, barrier, then each thread runs the
+ * down rows [r0, r1) of every selected expert and combines those rows
+ * into x — no separate combine pass. */
+static void down1_worker(void *arg, int ith, int nth) {
+    moe_ctx *c = arg;
     tb_session_t *s = c->s;
     const int64_t E = s->m->info.n_embd;
     const int K = s->m->info.n_expert_used;
-    for (int32_t t = ith; t < c->n; t += nth) {
-        float *y = s->y + (int64_t)t * E;           /* (n_embd) */
-        memset(y, 0, (size_t)E * sizeof *y);
-        for (int k = 0; k < K; k++) {
-            const float w = s->sel_w[t * K + k];
-            const float *d = s->ed + (int64_t)s->row_of[t * K + k] * E;   /* (n_embd) */
-            for (int64_t i = 0; i < E; i++) y[i] += w * d[i];
-        }
+    tb_lin_prologue(&c->pro, ith, nth);
+    tb_lin_barrier_wait(&c->bar, nth);
+    const int64_t blocks = (E + 15) / 16;
+    const int64_t r0 = TB_MIN(E, blocks * ith / nth * 16), r1 = TB_MIN(E, blocks * (ith + 1) / nth * 16);
+    if (r0 >= r1) return;
+    for (int k = 0; k < K; k++) {
+        const int32_t r = s->row_of[k];
+        const tb_lin_job_t j = {.w = &c->L->down_exps, .mat = (size_t)s->sel[k],
+                                .a = (const uint8_t *)c->h + (size_t)r * c->h_stride,
+                                .a_stride = c->h_stride, .n_tok = 1, .y = s->ed + (int64_t)r * E,
+                                .ldy = E};
+        tb_lin_rows(&j, r0, r1);
     }
+    combine_rows(s, 0, r0, r1);
 }
+
+/* ===================================================================== */
+/* FFN                                                                    */
+/* ===================================================================== */
 
 void tb_moe_ffn(tb_session_t *s, int32_t il, int32_t n) {
     const tb_model_info_t *in = &s->m->info;
@@ -86,12 +120,28 @@ void tb_moe_ffn(tb_session_t *s, int32_t il, int32_t n) {
     const int64_t E = in->n_embd, F = in->n_ff_exp;
     const int X = in->n_expert, K = in->n_expert_used;
     moe_ctx c = {.s = s, .L = L, .n = n, .nr = n * K};
+    atomic_init(&c.bar.arrived, 0);
+    const bool router_f32 = tb_type_traits(L->router.type)->vec_dot_type == TB_TYPE_F32;
+    const bool gate_f32 = tb_type_traits(L->gate_exps.type)->vec_dot_type == TB_TYPE_F32;
 
-    /* ---- router ---- */
-    size_t st = tb_lin_quantize(L->router.type, s->xn, E, n, E, s->act);
-    tb_lin_job_t rj = {.w = &L->router, .a = s->act, .a_stride = st, .n_tok = n,
-                       .y = s->router, .ldy = X};
-    tb_lin_run(s->pool, &rj, 1);
+    /* ---- pass: xn = rmsnorm(x), quantized for the experts; router logits ---- */
+    const size_t st = gate_f32 ? (size_t)E * sizeof(float) : tb_act_row_bytes(L->gate_exps.type, E);
+    const void *xa = gate_f32 ? (const void *)s->xn : s->act;       /* (n, st) expert input */
+    tb_lin_pro_t pn = {.kind = TB_PRO_NORM, .x = s->x, .ld = E, .n_in = E, .n = n,
+                       .w = L->ffn_norm, .eps = in->norm_eps, .xn = s->xn,
+                       .wtype = L->gate_exps.type, .q = gate_f32 ? NULL : s->act, .q_stride = st};
+    tb_lin_job_t rj = {.w = &L->router, .a = s->xn, .a_stride = (size_t)E * sizeof(float),
+                       .n_tok = n, .y = s->router, .ldy = X};
+    if (router_f32) {
+        tb_lin_run(s->pool, &pn, &rj, 1);
+    } else {    /* a quantized router (not in our presets): its own activation rows */
+        tb_lin_run(s->pool, &pn, NULL, 0);
+        rj.a = s->act2;
+        rj.a_stride = tb_lin_quantize(L->router.type, s->xn, E, n, E, s->act2);
+        tb_lin_run(s->pool, NULL, &rj, 1);
+    }
+
+    /* ---- routing and expert groups (caller; O(n * n_expert * k)) ---- */
     int32_t *off = s->exp_off, *cur = s->exp_off + X + 1;   /* (n_expert + 1), (n_expert) */
     memset(off, 0, (size_t)(X + 1) * sizeof *off);
     for (int32_t t = 0; t < n; t++) {
@@ -108,38 +158,47 @@ void tb_moe_ffn(tb_session_t *s, int32_t il, int32_t n) {
             s->tok_of[r] = t;
         }
 
-    /* ---- gather the quantized input rows in expert order ---- */
-    st = tb_lin_quantize(L->gate_exps.type, s->xn, E, n, E, s->act);
-    for (int32_t r = 0; r < c.nr; r++)
-        memcpy((uint8_t *)s->xg + (size_t)r * st, (uint8_t *)s->act + (size_t)s->tok_of[r] * st, st);
+    /* ---- gather the input rows in expert order (one token: no copy) ---- */
+    const void *xg = xa;
+    if (n > 1) {
+        for (int32_t r = 0; r < c.nr; r++)
+            memcpy((uint8_t *)s->xg + (size_t)r * st, (const uint8_t *)xa + (size_t)s->tok_of[r] * st, st);
+        xg = s->xg;
+    }
 
     /* ---- gate + up of every active expert: one pass ---- */
     int nj = 0;
     for (int e = 0; e < X; e++) {
         int32_t cnt = off[e + 1] - off[e];
         if (!cnt) continue;
-        const void *a = (uint8_t *)s->xg + (size_t)off[e] * st;
+        const void *a = (const uint8_t *)xg + (size_t)(n > 1 ? off[e] : 0) * st;
         s->jobs[nj++] = (tb_lin_job_t){.w = &L->gate_exps, .mat = (size_t)e, .a = a, .a_stride = st,
                                        .n_tok = cnt, .y = s->eg + off[e] * F, .ldy = F};
         s->jobs[nj++] = (tb_lin_job_t){.w = &L->up_exps, .mat = (size_t)e, .a = a, .a_stride = st,
                                        .n_tok = cnt, .y = s->eu + off[e] * F, .ldy = F};
     }
-    tb_lin_run(s->pool, s->jobs, nj);
+    tb_lin_run(s->pool, NULL, s->jobs, nj);
 
-    /* ---- activation + quantization of h ---- */
-    c.h_stride = tb_act_row_bytes(L->down_exps.type, F);
-    tb_pool_run(s->pool, act_worker, &c);
-
-    /* ---- down of every active expert: one pass ---- */
+    /* ---- h = swiglu(g, u) quantized (prologue), down of every active expert ---- */
+    const bool down_f32 = tb_type_traits(L->down_exps.type)->vec_dot_type == TB_TYPE_F32;
+    c.h_stride = down_f32 ? (size_t)F * sizeof(float) : tb_act_row_bytes(L->down_exps.type, F);
+    c.h = down_f32 ? (const void *)s->eg : s->hq;
+    c.pro = (tb_lin_pro_t){.kind = TB_PRO_SWIGLU, .x = s->eg, .u = s->eu, .ld = F, .n_in = F,
+                           .n = c.nr, .clamp = L->clamp, .wtype = L->down_exps.type,
+                           .q = down_f32 ? NULL : s->hq, .q_stride = c.h_stride};
+    if (n == 1) {
+        tb_pool_run(s->pool, down1_worker, &c);
+        return;
+    }
     nj = 0;
     for (int e = 0; e < X; e++) {
         int32_t cnt = off[e + 1] - off[e];
         if (!cnt) continue;
         s->jobs[nj++] = (tb_lin_job_t){.w = &L->down_exps, .mat = (size_t)e,
-                                       .a = (uint8_t *)s->hq + (size_t)off[e] * c.h_stride,
+                                       .a = (const uint8_t *)c.h + (size_t)off[e] * c.h_stride,
                                        .a_stride = c.h_stride, .n_tok = cnt,
                                        .y = s->ed + off[e] * E, .ldy = E};
     }
-    tb_lin_run(s->pool, s->jobs, nj);
+    tb_lin_run(s->pool, &c.pro, s->jobs, nj);
     tb_pool_run(s->pool, combine_worker, &c);
 }

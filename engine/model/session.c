@@ -82,11 +82,15 @@ static int alloc_buffers(tb_session_t *s) {
         s->ff_u = salloc(s, nb * F * f, &fail);
     }
     if (X) {
-        size_t xg_row = 0, hq_row = 0;
+        size_t xg_row = 0, hq_row = 0, router_row = 0;
         for (int32_t il = 0; il < in->n_layer; il++) {
-            xg_row = TB_MAX(xg_row, act_of(&m->layers[il].gate_exps));
-            hq_row = TB_MAX(hq_row, act_of(&m->layers[il].down_exps));
+            const tb_layer_t *L = &m->layers[il];
+            xg_row = TB_MAX(xg_row, act_of(&L->gate_exps));
+            hq_row = TB_MAX(hq_row, act_of(&L->down_exps));
+            if (tb_type_traits(L->router.type)->vec_dot_type != TB_TYPE_F32)
+                router_row = TB_MAX(router_row, act_of(&L->router));
         }
+        if (router_row) s->act2 = salloc(s, nb * router_row, &fail);
         s->router = salloc(s, nb * X * f, &fail);
         s->sel = salloc(s, nr * sizeof(int32_t), &fail);
         s->sel_w = salloc(s, nr * f, &fail);
