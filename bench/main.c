@@ -4,6 +4,7 @@
 #include "commands.h"
 #include "ternbench.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -35,6 +36,16 @@ static void usage(FILE *f) {
     fprintf(f, "\nenvironment: TB_ISA=ref|generic|avx2|avx512|neon caps the kernel tier\n");
 }
 
+/* A command's status, made a failure when its standard output could not be
+ * written (full disk, closed file): output lost is never a silent success. */
+static int finish_stdout(const char *cmd, int status) {
+    errno = 0;
+    if (fflush(stdout) == 0 && !ferror(stdout)) return status;
+    fprintf(stderr, "ternbench %s: cannot write standard output: %s\n", cmd,
+            errno ? strerror(errno) : "write error");
+    return status ? status : 1;
+}
+
 int main(int argc, char **argv) {
     if (argc < 2) { usage(stderr); return 2; }
     if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "help")) {
@@ -43,7 +54,7 @@ int main(int argc, char **argv) {
     }
     if (!strcmp(argv[1], "--version")) { printf("ternbench %s\n", TB_VERSION_STRING); return 0; }
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
-        if (!strcmp(argv[1], commands[i].name)) return commands[i].fn(argc - 1, argv + 1);
+        if (!strcmp(argv[1], commands[i].name)) return finish_stdout(argv[1], commands[i].fn(argc - 1, argv + 1));
     fprintf(stderr, "ternbench: unknown command '%s'\n\n", argv[1]);
     usage(stderr);
     return 2;
