@@ -143,6 +143,10 @@ pid_t e2e_spawn(e2e_opt_t opt, const char *const *args) {
         if (dup2(po[1], 1) < 0 || dup2(pe[1], 2) < 0 || chdir(e2e_dir) != 0) _exit(126);
         int nul = open("/dev/null", O_RDONLY);
         if (nul >= 0) dup2(nul, 0);
+        if (opt.full_stdout && opt.fsize >= 0) {
+            int fd = open("full-stdout.txt", O_WRONLY | O_CREAT | O_TRUNC | O_APPEND, 0644);
+            if (fd < 0 || ftruncate(fd, (off_t)opt.fsize) != 0 || dup2(fd, 1) < 0) _exit(126);
+        }
         if (opt.fsize >= 0) {
             signal(SIGXFSZ, SIG_IGN);   /* inherited across exec: writes fail with EFBIG */
             struct rlimit rl = {.rlim_cur = (rlim_t)opt.fsize, .rlim_max = (rlim_t)opt.fsize};

@@ -299,6 +299,32 @@ static void test_unknown_run(void **state) {
     assert_int_equal(e2e_size("rep999/report.html"), -1);
 }
 
+/* Output that cannot be written (stdout on a full disk) is a failure. */
+static void test_full_stdout(void **state) {
+    (void)state;
+    const char *const cmds[][10] = {
+        {"model", "info", "m.gguf", NULL},
+        {"tokenize", "-m", "m.gguf", "--text", "hello", NULL},
+        {"generate", "-m", "m.gguf", "-p", "hi", "-n", "4", "-t", "1", NULL},
+        {"scenario", "explain", "good.ini", NULL},
+        {"list", "--db", "base.db", NULL},
+        {"show", "1", "--db", "base.db", NULL},
+        {"export", "--run", "1", "--db", "base.db", NULL},
+        {"export", "--run", "1", "--db", "base.db", "--format", "json", NULL},
+    };
+    for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
+        char what[128];
+        snprintf(what, sizeof what, "%s %s > full disk", cmds[i][0], cmds[i][1]);
+        e2e_res_t r;
+        e2e_run(E2E_FULL_STDOUT(1 << 20), cmds[i], &r);
+        e2e_assert_clean(&r, what);
+        if (r.status == 0) fail_msg("%s: exit 0 though nothing could be written", what);
+        e2e_assert_err_has(&r, what, "standard output", NULL);
+        e2e_res_free(&r);
+    }
+    assert_int_equal(e2e_size("full-stdout.txt"), 1 << 20);
+}
+
 /* ===================================================================== */
 /* Broken database files                                                  */
 /* ===================================================================== */
@@ -468,6 +494,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_report_full_disk),
         cmocka_unit_test(test_report_unwritable),
         cmocka_unit_test(test_unknown_run),
+        cmocka_unit_test(test_full_stdout),
         cmocka_unit_test(test_corrupt_db),
         cmocka_unit_test(test_kill_during_synth),
     };
