@@ -155,6 +155,13 @@ static int make_prompt(run_ctx_t *c, const tb_section_t *sec, int64_t n, uint64_
         int32_t *ids = malloc((size_t)cap * sizeof *ids);   // (cap)
         if (!ids) return tb_err(TB_ERR_NOMEM, "out of memory");
         int k = tb_tokenize(tk, sec->prompt_text, sec->prompt_len, true, false, ids, cap);
+        if (k > cap) {   /* more ids than bytes (specials): retry with the size asked for */
+            int32_t *big = realloc(ids, (size_t)k * sizeof *big);
+            if (!big) { free(ids); return tb_err(TB_ERR_NOMEM, "out of memory"); }
+            ids = big;
+            cap = k;
+            k = tb_tokenize(tk, sec->prompt_text, sec->prompt_len, true, false, ids, cap);
+        }
         if (k < 0) { free(ids); return tb_err_prefix(k, "%s", sec->prompt_path); }
         if (k == 0) { free(ids); return tb_err(TB_ERR_FORMAT, "%s: no tokens", sec->prompt_path); }
         if (k > cap) k = cap;

@@ -257,6 +257,16 @@ static void test_full_run(void **state) {
     assert_int_equal(sqlite3_open(db, &d), SQLITE_OK);
     assert_int_equal(lines - 1, (int)q_num(d, "SELECT count(*) FROM measurements WHERE instr(metric, ':') = 0"));
     sqlite3_close(d);
+    const char *json[] = {"export", "--db", db, "--format", "json", "--run", "1", "--all", NULL};
+    assert_int_equal(run_cmd(json), 0);
+    slurp("out.txt", csv, sizeof csv);
+    int objs = 0;
+    for (char *p = csv; (p = strstr(p, "{\"run_id\": 1,")); p++) objs++;
+    assert_int_equal(csv[0], '[');
+    assert_non_null(strstr(csv, "}\n]\n"));
+    assert_int_equal(sqlite3_open(db, &d), SQLITE_OK);
+    assert_int_equal(objs, (int)q_num(d, "SELECT count(*) FROM measurements"));
+    sqlite3_close(d);
     const char *bad[] = {"export", "--db", db, "--format", "xml", NULL};
     assert_int_equal(wait_status(spawn(bad)), 2);
 }
