@@ -308,6 +308,8 @@ static char *reader(char *str, int num, void *stream) {
     size_t n = nl ? (size_t)(nl - start) : c->len - c->pos;
     c->pos += n + (nl ? 1 : 0);
     c->line++;
+    /* a UTF-8 byte order mark (Windows editors) is not part of line 1 */
+    if (c->line == 1 && n >= 3 && !memcmp(start, "\xEF\xBB\xBF", 3)) { start += 3; n -= 3; }
     while (n > 0 && (*start == ' ' || *start == '\t')) { start++; n--; }
     if (n > 0 && start[n - 1] == '\r') n--;
     if (memchr(start, '\0', n)) {

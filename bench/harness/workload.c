@@ -331,6 +331,7 @@ static int run_sustained(const tb_work_t *w, tb_rep_t *r, double e0) {
     int32_t tok = tb_sampler_sample(smp, tb_session_logits(w->sess, -1), n_vocab);
     uint64_t start = tb_now_ns(), w_start = start;
     int64_t n = 0;
+    double pos_sum = 0;   /* for the mean KV depth (bytes per token) */
     int in_win = 0, n_full = 0;
     for (;;) {
         if (*w->stop) { rc = TB_INTERRUPTED; goto done; }
@@ -352,6 +353,7 @@ static int run_sustained(const tb_work_t *w, tb_rep_t *r, double e0) {
             rc = tb_err_prefix(rc, "sustained decode at position %d", tb_session_pos(w->sess));
             goto done;
         }
+        pos_sum += n_hist;
         hist[n_hist++] = tok;
         tok = tb_sampler_sample(smp, tb_session_logits(w->sess, -1), n_vocab);
         uint64_t now = tb_now_ns();
@@ -395,7 +397,7 @@ static int run_sustained(const tb_work_t *w, tb_rep_t *r, double e0) {
             metric(r, "steady_window_tok_per_s", tb_stats_median(rates + 1, (size_t)r->n_win - 2), "tok/s");
         metric(r, "stability_pct", tb_stats_stability_pct(rates, (size_t)r->n_win), "%");
     }
-    roofline(w, r, tps, ctx / 2, 0);
+    roofline(w, r, tps, n > 0 ? (int64_t)(pos_sum / (double)n) : 0, 0);
     footprint(w, r, e0, (double)n);
 done:
     free(rates);
