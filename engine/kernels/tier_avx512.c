@@ -31,16 +31,6 @@ TB_X86_KERNELS(q4_K, DOT_Q4_K)
 TB_X86_KERNELS(q6_K, DOT_Q6_K)
 TB_X86_KERNELS_RT(tq2_0_vnni, DOT_TQ2_0_VNNI)
 TB_X86_KERNELS(tq1_0_vnni, DOT_TQ1_0_VNNI)
-
-/* TQ2_0 (VNNI): the 16-row repacked copy when the loader registered one. */
-static void matvec_tq2_0_vnni_rp(const void *W, size_t ws, const void *a, float *y, int64_t r0,
-                                 int64_t r1, int64_t n) {
-    if (!matvec_tq2_0_rp(W, ws, a, y, r0, r1, n)) matvec_tq2_0_vnni(W, ws, a, y, r0, r1, n);
-}
-static void gemm_tq2_0_vnni_rp(const void *W, size_t ws, const void *A, size_t as, int64_t nt, float *Y,
-                               int64_t ldy, int64_t r0, int64_t r1, int64_t n) {
-    if (!gemm_tq2_0_rp(W, ws, A, as, nt, Y, ldy, r0, r1, n)) gemm_tq2_0_vnni(W, ws, A, as, nt, Y, ldy, r0, r1, n);
-}
 TB_X86_KERNELS(q4_K_vnni, DOT_Q4_K_VNNI)
 TB_X86_KERNELS(q6_K_vnni, DOT_Q6_K_VNNI)
 
@@ -65,10 +55,6 @@ void tb_kernels_fill_avx512(tb_kernels_t *k) {
         TB_X86_SET(k, TB_TYPE_Q8_0, q8_0_512, NULL);   /* x86_int512.h */
         TB_X86_SET(k, TB_TYPE_Q4_0, q4_0_512, NULL);
         TB_X86_SET(k, TB_TYPE_TQ2_0, tq2_0_vnni, NULL);
-        k->t[TB_TYPE_TQ2_0].matvec = matvec_tq2_0_vnni_rp;
-        k->t[TB_TYPE_TQ2_0].gemm = gemm_tq2_0_vnni_rp;
-        k->t[TB_TYPE_TQ2_0].repack = repack_tq2_0;
-        k->t[TB_TYPE_TQ2_0].repack_rows = TB_RP_ROWS;
         TB_X86_SET(k, TB_TYPE_TQ1_0, tq1_0_vnni, NULL);
         TB_X86_SET(k, TB_TYPE_Q4_K, q4_K_vnni, NULL);
         TB_X86_SET(k, TB_TYPE_Q6_K, q6_K_vnni, NULL);
