@@ -24,10 +24,12 @@
  * gemm and vec_dot agree bit for bit per row (see x86_common.h).
  *
  * Prep of one token, per step: lo[64], hi[64] activation bytes (Q8_0: a[64]
- * and no hi), corr[16] int32, da[16] float = 256 (Q8_0: 192) bytes. When a
- * tile's prep would not fit TB_PREP_BYTES (very long rows) the kernels use
- * the 256-bit body of x86_int.h instead, decided by n alone so matvec and
- * gemm still agree.
+ * and no hi), corr[16] int32, da[16] float = 256 (Q8_0: 192) bytes, on the
+ * stack. gemm preps a tile of up to TB_NT_Q0 tokens (fewer when the tile
+ * would exceed TB_PREP_BYTES) and runs every row of its range over it. When
+ * one token's prep exceeds TB_PREP_ROW (rows over 24576 / 16384 elements)
+ * the kernels use the 256-bit body of x86_int.h instead, decided by n
+ * alone so matvec and gemm still agree.
  */
 #ifndef TB_X86_INT512_H
 #define TB_X86_INT512_H
@@ -36,7 +38,11 @@
 
 #if defined(__AVX512VNNI__)
 
-#define TB_PREP_BYTES (192 * 1024)   /* stack scratch for one tile's prep */
+#define TB_PREP_BYTES (192 * 1024)   /* stack scratch of gemm's token tile        */
+#define TB_PREP_ROW (48 * 1024)      /* one token's prep at most (else: fallback) */
+#ifndef TB_NT_Q0
+#define TB_NT_Q0 8                   /* tokens per gemm tile (fewer for long rows) */
+#endif
 
 typedef struct {
     int8_t lo[64];      /* Q4_0: elements 0..15 of the 4 blocks; Q8_0: a0 | a1 */
@@ -50,11 +56,11 @@ typedef struct {
     float da[16];
 } prep2_t;              /* Q8_0 step: 2 blocks */
 
-/* Steps per row and whether a TB_NT-token tile's prep fits the scratch. */
+/* Steps per row; whether one token's prep fits (the 512-bit path runs). */
 TB_INLINE int64_t q4_0_steps(int64_t n) { return (n / QK4_0 + 3) / 4; }
 TB_INLINE int64_t q8_0_steps(int64_t n) { return (n / QK8_0 + 1) / 2; }
-TB_INLINE bool q4_0_fits(int64_t n) { return (size_t)q4_0_steps(n) * sizeof(prep4_t) * TB_NT <= TB_PREP_BYTES; }
-TB_INLINE bool q8_0_fits(int64_t n) { return (size_t)q8_0_steps(n) * sizeof(prep2_t) * TB_NT <= TB_PREP_BYTES; }
+TB_INLINE bool q4_0_fits(int64_t n) { return (size_t)q4_0_steps(n) * sizeof(prep4_t) <= TB_PREP_ROW; }
+TB_INLINE bool q8_0_fits(int64_t n) { return (size_t)q8_0_steps(n) * sizeof(prep2_t) <= TB_PREP_ROW; }
 
 /* ---------------------------------------------------------------------- */
 /* Activation prep                                                          */
@@ -119,7 +125,7 @@ TB_INLINE void dot_q4_0_512(int nt, int64_t n, float *s, const void *w, const pr
     const __m512i id = _mm512_set_epi16(27, 27, 27, 27, 18, 18, 18, 18, 9, 9, 9, 9, 0, 0, 0, 0,
                                         27, 27, 27, 27, 18, 18, 18, 18, 9, 9, 9, 9, 0, 0, 0, 0);
     const __m512i m4 = _mm512_set1_epi8(0x0F);
-    __m512 acc[TB_NT];
+    __m512 acc[TB_NT_Q0];
     for (int t = 0; t < nt; t++) acc[t] = _mm512_setzero_ps();
     for (int64_t st = 0; st < ns; st++) {
         const uint8_t *b = x + st * 4 * sizeof(block_q4_0);
@@ -157,7 +163,7 @@ TB_INLINE void dot_q8_0_512(int nt, int64_t n, float *s, const void *w, const pr
     const __m512i id = _mm512_set_epi16(17, 17, 17, 17, 17, 17, 17, 17, 0, 0, 0, 0, 0, 0, 0, 0,
                                         17, 17, 17, 17, 17, 17, 17, 17, 0, 0, 0, 0, 0, 0, 0, 0);
     const __m512i flip = _mm512_set1_epi8((char)0x80);
-    __m512 acc[TB_NT];
+    __m512 acc[TB_NT_Q0];
     for (int t = 0; t < nt; t++) acc[t] = _mm512_setzero_ps();
     for (int64_t st = 0; st < ns; st++) {
         const uint8_t *b = x + st * 2 * sizeof(block_q8_0);
@@ -198,7 +204,7 @@ TB_INLINE void dot_q8_0_512(int nt, int64_t n, float *s, const void *w, const pr
             for (int64_t r = r0; r < r1; r++) FALLBACK(1, n, &y[r], (const uint8_t *)W + (size_t)r * ws, aa); \
             return;                                                                            \
         }                                                                                      \
-        _Alignas(64) uint8_t buf[TB_PREP_BYTES / TB_NT];                                       \
+        _Alignas(64) uint8_t buf[TB_PREP_ROW];                                                 \
         P *p = (P *)buf;                                                                       \
         prep_##fmt(a, n / QK8_0, p);                                                           \
         const P *pp[1] = {p};                                                                  \
@@ -216,18 +222,21 @@ TB_INLINE void dot_q8_0_512(int nt, int64_t n, float *s, const void *w, const pr
         }                                                                                      \
         _Alignas(64) uint8_t buf[TB_PREP_BYTES];                                               \
         const int64_t ns = fmt##_steps(n);                                                     \
-        for (int64_t t = 0; t < nt; t += TB_NT) {                                              \
-            const int ntk = (int)TB_MIN(TB_NT, nt - t);                                        \
-            const P *pp[TB_NT];                                                                \
+        /* TB_NT_Q0 tokens per tile when their prep fits, else 4 (always fits) */             \
+        const int64_t tile = sizeof(P) * (size_t)ns * TB_NT_Q0 <= TB_PREP_BYTES ? TB_NT_Q0 : 4; \
+        for (int64_t t = 0; t < nt; t += tile) {                                               \
+            const int ntk = (int)TB_MIN(tile, nt - t);                                         \
+            const P *pp[TB_NT_Q0];                                                             \
             for (int k = 0; k < ntk; k++) {                                                    \
                 P *p = (P *)buf + k * ns;                                                      \
                 prep_##fmt((const block_q8_0 *)((const uint8_t *)A + (size_t)(t + k) * as), n / QK8_0, p); \
                 pp[k] = p;                                                                     \
             }                                                                                  \
             for (int64_t r = r0; r < r1; r++) {                                                \
-                float o[TB_NT];                                                                \
+                float o[TB_NT_Q0];                                                             \
                 const void *wr = (const uint8_t *)W + (size_t)r * ws;                          \
-                if (ntk == TB_NT) dot_##fmt##_512(TB_NT, n, o, wr, pp);                         \
+                if (ntk == TB_NT_Q0) dot_##fmt##_512(TB_NT_Q0, n, o, wr, pp);                  \
+                else if (ntk == 4) dot_##fmt##_512(4, n, o, wr, pp);                           \
                 else dot_##fmt##_512(ntk, n, o, wr, pp);                                       \
                 for (int k = 0; k < ntk; k++) Y[(t + k) * ldy + r] = o[k];                     \
             }                                                                                  \
