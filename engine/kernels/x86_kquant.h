@@ -21,7 +21,6 @@
 #ifndef TB_X86_KQUANT_H
 #define TB_X86_KQUANT_H
 
-#include "kernels/kquant_scales.h"
 #include "kernels/x86_common.h"
 
 /* i16 pair sums p times i16 scales sc, added to the i32 lanes of acc. */
@@ -29,12 +28,22 @@ TB_INLINE __m256i madd_acc_256(__m256i acc, __m256i p, __m256i sc) {
     return _mm256_add_epi32(acc, _mm256_madd_epi16(p, sc));
 }
 
-/* Q4_K scales and mins of block b as one register: bytes 0..7 = sc_0..7,
- * bytes 8..15 = m_0..7. */
-TB_INLINE __m128i q4_K_scales128(const block_q4_K *b) {
-    uint8_t sm[16];
-    tb_q4_K_unpack_scales(b->scales, sm);
-    return _mm_loadu_si128((const __m128i *)sm);
+/* The 8 scales and 8 mins of Q4_K block b (tb_q4_K_unpack_scales in
+ * SIMD) as one register: bytes 0..7 = sc_0..7, bytes 8..15 = m_0..7; and
+ * *dd = (d, dmin, -, -) as floats. With s = the 12 scale bytes (block
+ * bytes 4..15):
+ *   sc_0..3 = s[0..3] & 63                  m_0..3 = s[4..7] & 63
+ *   sc_4..7 = (s[8..11] & 15) | top2(s[0..3]) << 4
+ *   m_4..7  = (s[8..11] >> 4) | top2(s[4..7]) << 4                        */
+TB_INLINE __m128i q4_K_scales128(const block_q4_K *b, __m128 *dd) {
+    const __m128i v = _mm_loadu_si128((const __m128i *)b);   /* d, dmin, s[0..11] */
+    const __m128i a = _mm_shuffle_epi8(v, _mm_setr_epi8(4, 5, 6, 7, 12, 13, 14, 15, 8, 9, 10, 11, 12, 13, 14, 15));
+    const __m128i t = _mm_shuffle_epi8(v, _mm_setr_epi8(-1, -1, -1, -1, 4, 5, 6, 7, -1, -1, -1, -1, 8, 9, 10, 11));
+    const __m128i lo = _mm_and_si128(a, _mm_setr_epi32(0x3f3f3f3f, 0x0f0f0f0f, 0x3f3f3f3f, 0));
+    const __m128i hi = _mm_and_si128(_mm_srli_epi16(a, 4), _mm_setr_epi32(0, 0, 0, 0x0f0f0f0f));
+    const __m128i top = _mm_and_si128(_mm_srli_epi16(t, 2), _mm_set1_epi8(0x30));
+    *dd = _mm_cvtph_ps(v);
+    return _mm_or_si128(_mm_or_si128(lo, hi), top);
 }
 
 #if !defined(__AVX512F__)
@@ -55,7 +64,8 @@ TB_INLINE void dot_q4_K(int nt, int64_t n, float *s, const void *w, const void *
     __m256 acc[TB_NT], accm[TB_NT];
     for (int t = 0; t < nt; t++) acc[t] = accm[t] = _mm256_setzero_ps();
     for (int64_t i = 0; i < nb; i++) {
-        const __m128i sm = q4_K_scales128(&x[i]);
+        __m128 dd;   /* (d, dmin, -, -) */
+        const __m128i sm = q4_K_scales128(&x[i], &dd);
         const __m256i sc16 = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(sm));   // (2, 8) i16
         const __m256i mins = _mm256_cvtepu8_epi16(_mm_unpackhi_epi8(sm, sm));     // (16) m_{g/2}
         __m256i sc[8], q[8];   /* sub-block j: scale broadcast, 32 codes */
@@ -67,15 +77,15 @@ TB_INLINE void dot_q4_K(int nt, int64_t n, float *s, const void *w, const void *
             q[2 * k] = _mm256_and_si256(b, m4);
             q[2 * k + 1] = _mm256_and_si256(_mm256_srli_epi16(b, 4), m4);
         }
-        const float dx = fp16_f32(x[i].d), mx = fp16_f32(x[i].dmin);
         for (int t = 0; t < nt; t++) {
             const block_q8_K *y = (const block_q8_K *)a[t] + i;
             __m256i p = _mm256_setzero_si256();   // (8) i32
             TB_UNROLL
             for (int j = 0; j < 8; j++) p = madd_acc_256(p, _mm256_maddubs_epi16(q[j], loadu256(y->qs + 32 * j)), sc[j]);
             __m256i pm = _mm256_madd_epi16(loadu256(y->bsums), mins);   // (8) i32
-            acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_set1_ps(dx * y->d), acc[t]);
-            accm[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(pm), _mm256_set1_ps(mx * y->d), accm[t]);
+            const __m128 f = _mm_mul_ps(dd, _mm_set1_ps(y->d));   /* (d * dy, dmin * dy) */
+            acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_broadcastss_ps(f), acc[t]);
+            accm[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(pm), _mm256_broadcastss_ps(_mm_movehdup_ps(f)), accm[t]);
         }
     }
     for (int t = 0; t < nt; t++) s[t] = hsum_ps256(acc[t]) - hsum_ps256(accm[t]);
@@ -156,25 +166,25 @@ TB_INLINE void dot_q4_K(int nt, int64_t n, float *s, const void *w, const void *
     const block_q4_K *x = w;   // (nb) blocks
     const __m512i m4 = _mm512_set1_epi8(0x0F);
     const __m512i shift = _mm512_inserti64x4(_mm512_setzero_si512(), _mm256_set1_epi16(4), 1);
-    __m512i pick[4];   /* i16 lanes 0..15 <- scale 2k, 16..31 <- scale 2k + 1 */
+    __m512i pick[4];   /* byte shuffle: 128-bit lanes 0, 1 <- i16 2k; lanes 2, 3 <- i16 2k + 1 */
     for (int k = 0; k < 4; k++)
-        pick[k] = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_set1_epi16((short)(2 * k))),
-                                     _mm256_set1_epi16((short)(2 * k + 1)), 1);
+        pick[k] = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_set1_epi16((short)(0x0100 + 0x0404 * k))),
+                                     _mm256_set1_epi16((short)(0x0302 + 0x0404 * k)), 1);
     __m512 acc[TB_NT];
     __m256 accm[TB_NT];
     for (int t = 0; t < nt; t++) { acc[t] = _mm512_setzero_ps(); accm[t] = _mm256_setzero_ps(); }
     for (int64_t i = 0; i < nb; i++) {
-        const __m128i sm = q4_K_scales128(&x[i]);
-        const __m512i sc16 = _mm512_zextsi128_si512(_mm_cvtepu8_epi16(sm));       // (8) i16 in lanes 0..7
+        __m128 dd;   /* (d, dmin, -, -) */
+        const __m128i sm = q4_K_scales128(&x[i], &dd);
+        const __m512i sc16 = _mm512_broadcast_i32x4(_mm_cvtepu8_epi16(sm));      // (4, 8) i16
         const __m256i mins = _mm256_cvtepu8_epi16(_mm_unpackhi_epi8(sm, sm));     // (16) m_{g/2}
         __m512i sc[4], q[4];
         TB_UNROLL
         for (int k = 0; k < 4; k++) {
-            sc[k] = _mm512_permutexvar_epi16(pick[k], sc16);
+            sc[k] = _mm512_shuffle_epi8(sc16, pick[k]);
             __m512i b = _mm512_broadcast_i64x4(loadu256(x[i].qs + 32 * k));
             q[k] = _mm512_and_si512(_mm512_srlv_epi16(b, shift), m4);
         }
-        const float dx = fp16_f32(x[i].d), mx = fp16_f32(x[i].dmin);
         TB_UNROLL
         for (int t = 0; t < nt; t++) {
             const block_q8_K *y = (const block_q8_K *)a[t] + i;
@@ -183,8 +193,9 @@ TB_INLINE void dot_q4_K(int nt, int64_t n, float *s, const void *w, const void *
             for (int k = 0; k < 4; k++)
                 p = madd_acc_512(p, _mm512_maddubs_epi16(q[k], _mm512_loadu_si512(y->qs + 64 * k)), sc[k], vnni);
             __m256i pm = _mm256_madd_epi16(loadu256(y->bsums), mins);   // (8) i32
-            acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p), _mm512_set1_ps(dx * y->d), acc[t]);
-            accm[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(pm), _mm256_set1_ps(mx * y->d), accm[t]);
+            const __m128 f = _mm_mul_ps(dd, _mm_set1_ps(y->d));   /* (d * dy, dmin * dy) */
+            acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p), _mm512_broadcastss_ps(f), acc[t]);
+            accm[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(pm), _mm256_broadcastss_ps(_mm_movehdup_ps(f)), accm[t]);
         }
     }
     for (int t = 0; t < nt; t++) s[t] = _mm512_reduce_add_ps(acc[t]) - hsum_ps256(accm[t]);
