@@ -27,11 +27,20 @@ typedef void (*tb_gemm_fn)(const void *W, size_t w_stride, const void *A,
                            size_t a_stride, int64_t n_tok, float *Y, int64_t ldy,
                            int64_t r0, int64_t r1, int64_t n);
 
+/* Repack `rows` rows of W (file layout, stride ws, n columns) into `out`
+ * (tb_repack_bytes(...) bytes, rows padded to the tier's repack_rows). */
+typedef void (*tb_repack_fn)(const void *W, size_t ws, int64_t rows, int64_t n, void *out);
+
 typedef struct tb_type_kernels {
     tb_from_float_fn quantize_act;  /* f32 -> vec_dot_type (for F32/F16/BF16: copy) */
     tb_vec_dot_fn vec_dot;
     tb_matvec_fn matvec;
     tb_gemm_fn gemm;
+    /* Optional, never inherited: a load-time layout for this tier. When set,
+     * matvec/gemm look their W up with tb_repack_lookup and read the
+     * repacked copy if one is registered (else the file layout). */
+    tb_repack_fn repack;
+    int repack_rows;                /* rows per interleaved group (0: none) */
 } tb_type_kernels_t;
 
 /* Sum of the n/8 64-bit words at p (n % 64 == 0, p 64-byte aligned): the
@@ -67,6 +76,26 @@ void tb_kernels_fill_neon(tb_kernels_t *k);    /* defined only on aarch64 */
 
 /* Generic read_sum (also the ref tier's). */
 uint64_t tb_read_sum_generic(const void *p, size_t n);
+
+/* ---- load-time repacking (repack.c) ----------------------------------
+ * The model loader registers each weight matrix stack once; the active
+ * tier's repack (if any) copies it into its layout. The file data stays
+ * valid and untouched, so every other tier (and tb_isa_set at any time)
+ * keeps working on the file layout. */
+/* Repack the stack of n_mat matrices (rows x n, row stride ws, matrix
+ * stride rows * ws) at W for the active tier, tagged with `owner`. No-op
+ * (TB_OK) when the tier has no repack for type t. *extra: bytes added. */
+int tb_repack_register(const void *owner, tb_type_t t, const void *W, size_t ws, int64_t rows,
+                       int64_t n, int64_t n_mat, size_t *extra);
+/* Free every registration tagged `owner`. */
+void tb_repack_release(const void *owner);
+/* The repacked copy of the matrix starting at W (row stride ws) made by
+ * tier isa for type t, or NULL. Thread-safe; O(log registrations). */
+const void *tb_repack_lookup(const void *W, size_t ws, tb_isa_t isa, tb_type_t t);
+/* Bytes of a repacked matrix of `rows` rows of ws bytes in groups of g. */
+static inline size_t tb_repack_bytes(size_t ws, int64_t rows, int g) {
+    return ws * (size_t)((rows + g - 1) / g * g);
+}
 
 /* Bytes of one activation row of n elements for weight type t. */
 size_t tb_act_row_bytes(tb_type_t wtype, int64_t n);

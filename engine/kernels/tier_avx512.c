@@ -22,6 +22,9 @@
 #define DOT_Q6_K_VNNI(nt, n, s, w, a) dot_q6_K(nt, n, s, w, a, true)
 #define DOT_TQ2_0_VNNI(nr, nt, n, s, w, a) dot_tq2_0_rt(nr, nt, n, s, w, a, true)
 #define DOT_TQ1_0_VNNI(nt, n, s, w, a) dot_tq1_0(nt, n, s, w, a, true)
+#define DOT_F32(nt, n, s, w, a) dot_fx512(nt, n, s, w, a, 0)
+#define DOT_F16(nt, n, s, w, a) dot_fx512(nt, n, s, w, a, 1)
+#define DOT_BF16(nt, n, s, w, a) dot_fx512(nt, n, s, w, a, 2)
 
 TB_X86_KERNELS(q8_0, DOT_Q8_0)
 TB_X86_KERNELS(q4_0, DOT_Q4_0)
@@ -31,6 +34,19 @@ TB_X86_KERNELS(q4_K, DOT_Q4_K)
 TB_X86_KERNELS(q6_K, DOT_Q6_K)
 TB_X86_KERNELS_RT(tq2_0_vnni, DOT_TQ2_0_VNNI)
 TB_X86_KERNELS(tq1_0_vnni, DOT_TQ1_0_VNNI)
+TB_X86_KERNELS(f32, DOT_F32)
+TB_X86_KERNELS(f16, DOT_F16)
+TB_X86_KERNELS(bf16, DOT_BF16)
+
+/* TQ2_0 (VNNI): the 16-row repacked copy when the loader registered one. */
+static void matvec_tq2_0_vnni_rp(const void *W, size_t ws, const void *a, float *y, int64_t r0,
+                                 int64_t r1, int64_t n) {
+    if (!matvec_tq2_0_rp(W, ws, a, y, r0, r1, n)) matvec_tq2_0_vnni(W, ws, a, y, r0, r1, n);
+}
+static void gemm_tq2_0_vnni_rp(const void *W, size_t ws, const void *A, size_t as, int64_t nt, float *Y,
+                               int64_t ldy, int64_t r0, int64_t r1, int64_t n) {
+    if (!gemm_tq2_0_rp(W, ws, A, as, nt, Y, ldy, r0, r1, n)) gemm_tq2_0_vnni(W, ws, A, as, nt, Y, ldy, r0, r1, n);
+}
 TB_X86_KERNELS(q4_K_vnni, DOT_Q4_K_VNNI)
 TB_X86_KERNELS(q6_K_vnni, DOT_Q6_K_VNNI)
 
@@ -55,6 +71,10 @@ void tb_kernels_fill_avx512(tb_kernels_t *k) {
         TB_X86_SET(k, TB_TYPE_Q8_0, q8_0_512, NULL);   /* x86_int512.h */
         TB_X86_SET(k, TB_TYPE_Q4_0, q4_0_512, NULL);
         TB_X86_SET(k, TB_TYPE_TQ2_0, tq2_0_vnni, NULL);
+        k->t[TB_TYPE_TQ2_0].matvec = matvec_tq2_0_vnni_rp;
+        k->t[TB_TYPE_TQ2_0].gemm = gemm_tq2_0_vnni_rp;
+        k->t[TB_TYPE_TQ2_0].repack = repack_tq2_0;
+        k->t[TB_TYPE_TQ2_0].repack_rows = TB_RP_ROWS;
         TB_X86_SET(k, TB_TYPE_TQ1_0, tq1_0_vnni, NULL);
         TB_X86_SET(k, TB_TYPE_Q4_K, q4_K_vnni, NULL);
         TB_X86_SET(k, TB_TYPE_Q6_K, q6_K_vnni, NULL);
@@ -67,5 +87,8 @@ void tb_kernels_fill_avx512(tb_kernels_t *k) {
         TB_X86_SET(k, TB_TYPE_Q4_K, q4_K, NULL);
         TB_X86_SET(k, TB_TYPE_Q6_K, q6_K, NULL);
     }
+    TB_X86_SET(k, TB_TYPE_F32, f32, NULL);   /* x86_float.h, 512-bit */
+    TB_X86_SET(k, TB_TYPE_F16, f16, NULL);
+    TB_X86_SET(k, TB_TYPE_BF16, bf16, NULL);
     k->read_sum = read_sum;
 }

@@ -72,8 +72,8 @@ TB_INLINE void dot_tq2_0_rt(int nr, int nt, int64_t n, float *s, const void *con
         TB_UNROLL
         for (int t = 0; t < nt; t++) acc[r][t] = _mm512_setzero_ps();
     for (int64_t i = 0; i < nb; i++) {
-        __m512i qs[TB_NR];
-        float dx[TB_NR];
+        __m512i qs[TB_NR] = {0};   /* all set: -Wmaybe-uninitialized with runtime nr */
+        float dx[TB_NR] = {0};
         TB_UNROLL
         for (int r = 0; r < nr; r++) {
             const block_tq2_0 *x = (const block_tq2_0 *)w[r] + i;
@@ -92,7 +92,7 @@ TB_INLINE void dot_tq2_0_rt(int nr, int nt, int64_t n, float *s, const void *con
         }
         TB_UNROLL
         for (int l = 0; l < 4; l++) {
-            __m512i yl[TB_NT];
+            __m512i yl[TB_NT] = {0};
             TB_UNROLL
             for (int t = 0; t < nt; t++) {
                 const int8_t *q = ((const block_q8_K *)a[t] + i)->qs;
@@ -120,6 +120,173 @@ TB_INLINE void dot_tq2_0_rt(int nr, int nt, int64_t n, float *s, const void *con
     }
     for (int r = 0; r < nr; r++)
         for (int t = 0; t < nt; t++) s[r * TB_NT + t] = _mm512_reduce_add_ps(acc[r][t]);
+}
+
+/* ---------------------------------------------------------------------- */
+/* TQ2_0, repacked: 16 rows interleaved (AVX-512 VNNI)                      */
+/* ---------------------------------------------------------------------- */
+
+/* Layout (per group of 16 rows g, per block i; 1056 bytes = 16 x 66, so
+ * the copy is exactly as large as the file rows, padded to 16 rows):
+ *   [0..1023]    16 chunks j of 64 bytes: lane k (bytes 4k..4k+3) holds
+ *                bytes 4j..4j+3 of row k's qs — a 16 x 16 dword transpose
+ *   [1024..1055] d of rows 0..15 (fp16)
+ * Bits 2l of lane byte b of chunk j are the code of element
+ * 128 (j / 8) + 32 l + 4 (j % 8) + b, so the activation for (j, l) is one
+ * dword broadcast to all 16 lanes: one vpdpbusd does 16 rows x 4 elements,
+ * and the per-block float work (scale, convert, fma) is shared by 16 rows. */
+#define TB_RP_ROWS 16
+#define TB_RP_MAXNB 64     /* larger rows (n > 16384) use the file layout */
+#define TB_RP_NT 8         /* tokens per gemm pass */
+typedef struct {
+    uint8_t q[16][64];
+    tb_fp16_t d[TB_RP_ROWS];
+} tq2_0_grp;
+static_assert(sizeof(tq2_0_grp) == TB_RP_ROWS * sizeof(block_tq2_0), "tq2_0_grp size");
+
+/* Repack rows of W (file layout) into groups of 16; missing rows of the
+ * last group are zero codes with d = 0. */
+static void repack_tq2_0(const void *W, size_t ws, int64_t rows, int64_t n, void *out) {
+    const int64_t nb = n / QK_K, ng = (rows + TB_RP_ROWS - 1) / TB_RP_ROWS;
+    tq2_0_grp *G = out;   // (ng, nb)
+    for (int64_t g = 0; g < ng; g++)
+        for (int64_t i = 0; i < nb; i++) {
+            tq2_0_grp *o = &G[g * nb + i];
+            memset(o, 0, sizeof *o);
+            for (int k = 0; k < TB_RP_ROWS && g * TB_RP_ROWS + k < rows; k++) {
+                const block_tq2_0 *x = (const block_tq2_0 *)((const uint8_t *)W + (size_t)(g * TB_RP_ROWS + k) * ws) + i;
+                for (int j = 0; j < 16; j++) memcpy(&o->q[j][4 * k], &x->qs[4 * j], 4);
+                o->d[k] = x->d;
+            }
+        }
+}
+
+/* -(sum of the activation block): the code offset (w = q - 1). */
+TB_INLINE int32_t neg_sum_q8_K(const block_q8_K *y) {
+    int32_t s = 0;
+    for (int k = 0; k < QK_K / 16; k++) s += y->bsums[k];
+    return -s;
+}
+
+/* One group of 16 rows (nb blocks at G) times nt activations a[t] (nsum[t]
+ * their -sums per block): out[t] = 16 row results. The integer dot of each
+ * (row, block, token) is exact; the float steps (convert, scale, fma in
+ * block order) are the same for any nt, so gemm == matvec bit for bit.
+ * nt == 1 masks codes in place (4 accumulators, shifted once per block);
+ * nt > 1 shifts codes once per chunk and shares them across tokens. */
+TB_INLINE void dot_tq2_0_grp(int nt, const tq2_0_grp *G, int64_t nb, const block_q8_K *const *a,
+                             const int32_t (*nsum)[TB_RP_MAXNB], __m512 *out) {
+    __m512 acc[TB_RP_NT];   /* all set: a runtime nt would trip -Wmaybe-uninitialized */
+    TB_UNROLL
+    for (int t = 0; t < TB_RP_NT; t++) acc[t] = _mm512_setzero_ps();
+    const __m512i m3 = _mm512_set1_epi8(3);
+    for (int64_t i = 0; i < nb; i++) {
+        const tq2_0_grp *x = &G[i];
+        __m512i p[TB_RP_NT];   /* (16) i32 per token */
+        TB_UNROLL
+        for (int t = 0; t < TB_RP_NT; t++) p[t] = _mm512_setzero_si512();
+        if (nt == 1) {
+            const int8_t *y = a[0][i].qs;
+            const __m512i m1 = _mm512_set1_epi8(12), m2 = _mm512_set1_epi8(48), m4 = _mm512_set1_epi8((char)192);
+            __m512i c[8];   /* (l, chunk parity): codes scaled by 4^l */
+            TB_UNROLL
+            for (int k = 0; k < 8; k++) c[k] = _mm512_setzero_si512();
+            TB_UNROLL
+            for (int j = 0; j < 16; j++) {
+                const __m512i q = _mm512_loadu_si512(x->q[j]);
+                const int8_t *yj = y + 128 * (j / 8) + 4 * (j % 8);
+                int32_t y0, y1, y2, y3;
+                memcpy(&y0, yj, 4); memcpy(&y1, yj + 32, 4); memcpy(&y2, yj + 64, 4); memcpy(&y3, yj + 96, 4);
+                const int h = (j & 1) * 4;
+                c[h + 0] = _mm512_dpbusd_epi32(c[h + 0], _mm512_and_si512(q, m3), _mm512_set1_epi32(y0));
+                c[h + 1] = _mm512_dpbusd_epi32(c[h + 1], _mm512_and_si512(q, m1), _mm512_set1_epi32(y1));
+                c[h + 2] = _mm512_dpbusd_epi32(c[h + 2], _mm512_and_si512(q, m2), _mm512_set1_epi32(y2));
+                c[h + 3] = _mm512_dpbusd_epi32(c[h + 3], _mm512_and_si512(q, m4), _mm512_set1_epi32(y3));
+            }
+            __m512i s = _mm512_add_epi32(_mm512_add_epi32(c[0], c[4]), _mm512_set1_epi32(nsum[0][i]));
+            s = _mm512_add_epi32(s, _mm512_srai_epi32(_mm512_add_epi32(c[1], c[5]), 2));
+            s = _mm512_add_epi32(s, _mm512_srai_epi32(_mm512_add_epi32(c[2], c[6]), 4));
+            p[0] = _mm512_add_epi32(s, _mm512_srai_epi32(_mm512_add_epi32(c[3], c[7]), 6));
+        } else {
+            TB_UNROLL
+            for (int t = 0; t < nt; t++) p[t] = _mm512_set1_epi32(nsum[t][i]);
+            TB_UNROLL
+            for (int j = 0; j < 16; j++) {
+                const __m512i q = _mm512_loadu_si512(x->q[j]);
+                const __m512i c0 = _mm512_and_si512(q, m3), c1 = _mm512_and_si512(_mm512_srli_epi16(q, 2), m3);
+                const __m512i c2 = _mm512_and_si512(_mm512_srli_epi16(q, 4), m3);
+                const __m512i c3 = _mm512_and_si512(_mm512_srli_epi16(q, 6), m3);
+                const int off = 128 * (j / 8) + 4 * (j % 8);
+                TB_UNROLL
+                for (int t = 0; t < nt; t++) {
+                    const int8_t *yj = a[t][i].qs + off;
+                    int32_t y0, y1, y2, y3;
+                    memcpy(&y0, yj, 4); memcpy(&y1, yj + 32, 4); memcpy(&y2, yj + 64, 4); memcpy(&y3, yj + 96, 4);
+                    p[t] = _mm512_dpbusd_epi32(p[t], c0, _mm512_set1_epi32(y0));
+                    p[t] = _mm512_dpbusd_epi32(p[t], c1, _mm512_set1_epi32(y1));
+                    p[t] = _mm512_dpbusd_epi32(p[t], c2, _mm512_set1_epi32(y2));
+                    p[t] = _mm512_dpbusd_epi32(p[t], c3, _mm512_set1_epi32(y3));
+                }
+            }
+        }
+        const __m512 dx = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)x->d));   /* (16) */
+        TB_UNROLL
+        for (int t = 0; t < nt; t++)
+            acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p[t]), _mm512_mul_ps(dx, _mm512_set1_ps(a[t][i].d)), acc[t]);
+    }
+    TB_UNROLL
+    for (int t = 0; t < nt; t++) out[t] = acc[t];
+}
+
+/* Lanes of group g that fall in [r0, r1). */
+TB_INLINE __mmask16 grp_mask(int64_t g, int64_t r0, int64_t r1) {
+    int64_t lo = TB_MAX(r0 - g * TB_RP_ROWS, 0), hi = TB_MIN(r1 - g * TB_RP_ROWS, TB_RP_ROWS);
+    return (__mmask16)(((1u << hi) - 1) & ~((1u << lo) - 1));
+}
+
+/* matvec on the repacked copy; false when W has none (caller falls back). */
+static bool matvec_tq2_0_rp(const void *W, size_t ws, const void *a, float *y, int64_t r0, int64_t r1,
+                            int64_t n) {
+    const int64_t nb = n / QK_K;
+    if (nb > TB_RP_MAXNB || r0 >= r1) return r0 >= r1;
+    const tq2_0_grp *G = tb_repack_lookup(W, ws, TB_ISA_AVX512, TB_TYPE_TQ2_0);
+    if (!G) return false;
+    int32_t nsum[1][TB_RP_MAXNB];
+    const block_q8_K *aa[1] = {a};
+    for (int64_t i = 0; i < nb; i++) nsum[0][i] = neg_sum_q8_K(&aa[0][i]);
+    for (int64_t g = r0 / TB_RP_ROWS; g * TB_RP_ROWS < r1; g++) {
+        __m512 o[1];
+        dot_tq2_0_grp(1, G + g * nb, nb, aa, nsum, o);
+        _mm512_mask_storeu_ps(y + g * TB_RP_ROWS, grp_mask(g, r0, r1), o[0]);
+    }
+    return true;
+}
+
+/* gemm on the repacked copy: TB_RP_NT tokens per pass over the rows. */
+static bool gemm_tq2_0_rp(const void *W, size_t ws, const void *A, size_t as, int64_t nt, float *Y,
+                          int64_t ldy, int64_t r0, int64_t r1, int64_t n) {
+    const int64_t nb = n / QK_K;
+    if (nb > TB_RP_MAXNB || r0 >= r1) return r0 >= r1;
+    const tq2_0_grp *G = tb_repack_lookup(W, ws, TB_ISA_AVX512, TB_TYPE_TQ2_0);
+    if (!G) return false;
+    int32_t nsum[TB_RP_NT][TB_RP_MAXNB];
+    for (int64_t t0 = 0; t0 < nt; t0 += TB_RP_NT) {
+        const int ntk = (int)TB_MIN(TB_RP_NT, nt - t0);
+        const block_q8_K *aa[TB_RP_NT];
+        for (int t = 0; t < ntk; t++) {
+            aa[t] = (const block_q8_K *)((const uint8_t *)A + (size_t)(t0 + t) * as);
+            for (int64_t i = 0; i < nb; i++) nsum[t][i] = neg_sum_q8_K(&aa[t][i]);
+        }
+        for (int64_t g = r0 / TB_RP_ROWS; g * TB_RP_ROWS < r1; g++) {
+            __m512 o[TB_RP_NT];
+            if (ntk == TB_RP_NT) dot_tq2_0_grp(TB_RP_NT, G + g * nb, nb, aa, nsum, o);
+            else if (ntk == 1) dot_tq2_0_grp(1, G + g * nb, nb, aa, nsum, o);
+            else dot_tq2_0_grp(ntk, G + g * nb, nb, aa, nsum, o);
+            const __mmask16 m = grp_mask(g, r0, r1);
+            for (int t = 0; t < ntk; t++) _mm512_mask_storeu_ps(Y + (t0 + t) * ldy + g * TB_RP_ROWS, m, o[t]);
+        }
+    }
+    return true;
 }
 #endif
 

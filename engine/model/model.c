@@ -210,6 +210,30 @@ static void compute_info(tb_model_t *m) {
     in->repack_bytes = 0;
 }
 
+/* Register every matrix the forward pass multiplies with the kernel
+ * repack registry (kernels/repack.c): the active tier copies the ones it
+ * has a faster layout for; the file mapping stays as it is. Adds the
+ * copies' size to info.repack_bytes. */
+static int repack_weights(tb_model_t *m) {
+    size_t extra;
+    int rc;
+#define REPACK(w)                                                                                   \
+    if ((w).data) {                                                                                 \
+        rc = tb_repack_register(m, (w).type, (w).data, (w).row_bytes, (w).n_out, (w).n_in, (w).n_mat, &extra); \
+        if (rc != TB_OK) return rc;                                                                 \
+        m->info.repack_bytes += extra;                                                              \
+    }
+    for (int32_t il = 0; il < m->info.n_layer; il++) {
+        const tb_layer_t *L = &m->layers[il];
+        REPACK(L->wq) REPACK(L->wk) REPACK(L->wv) REPACK(L->wo)
+        REPACK(L->ffn_gate) REPACK(L->ffn_up) REPACK(L->ffn_down) REPACK(L->router)
+        REPACK(L->gate_exps) REPACK(L->up_exps) REPACK(L->down_exps)
+    }
+    REPACK(m->output)
+#undef REPACK
+    return TB_OK;
+}
+
 /* ===================================================================== */
 /* Public API                                                             */
 /* ===================================================================== */
@@ -232,6 +256,10 @@ int tb_model_load(const char *path, tb_model_t **out) {
         return rc;
     }
     compute_info(m);
+    if ((rc = repack_weights(m)) != TB_OK) {
+        tb_model_free(m);
+        return rc;
+    }
     m->info.load_ns = tb_now_ns() - t0;
     *out = m;
     return TB_OK;
@@ -239,6 +267,7 @@ int tb_model_load(const char *path, tb_model_t **out) {
 
 void tb_model_free(tb_model_t *m) {
     if (!m) return;
+    tb_repack_release(m);
     tb_tokenizer_free(m->tok);
     free(m->layers);
     free(m->norm_store);

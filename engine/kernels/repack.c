@@ -1,0 +1,111 @@
+/*
+ * repack.c — the registry of load-time repacked weight copies.
+ *
+ * A tier whose kernels run faster on another in-memory layout (rows
+ * interleaved, codes transposed) sets `repack` for the type. The model
+ * loader registers every weight stack once; the active tier's repack makes
+ * a copy in its layout and the registry remembers (file address -> copy).
+ * That tier's matvec/gemm look their W up here and read the copy when one
+ * exists. The file layout is never modified, so tb_matvec on arbitrary
+ * buffers, the other tiers and tb_isa_set after loading all stay correct.
+ *
+ * Entries are kept sorted by file address; lookups binary-search under a
+ * read lock (a few per matrix pass, against microseconds of kernel work).
+ */
+#include "kernels/kernels.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+
+typedef struct entry {
+    const void *owner;
+    const uint8_t *base;      /* file data of matrix 0                   */
+    size_t ws, mat_bytes;     /* file row stride, file matrix stride     */
+    int64_t n_mat;
+    size_t rp_mat_bytes;      /* repacked matrix stride                  */
+    uint8_t *data;            /* (n_mat, rows padded, ...) repacked copy */
+    tb_isa_t isa;
+    tb_type_t type;
+} entry;
+
+static pthread_rwlock_t lock = PTHREAD_RWLOCK_INITIALIZER;
+static entry *tab;            /* (n_tab) sorted by base */
+static size_t n_tab, cap_tab;
+
+/* Index of the first entry with base > p. */
+static size_t upper(const void *p) {
+    size_t lo = 0, hi = n_tab;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if ((const uint8_t *)p < tab[mid].base) hi = mid;
+        else lo = mid + 1;
+    }
+    return lo;
+}
+
+int tb_repack_register(const void *owner, tb_type_t t, const void *W, size_t ws, int64_t rows,
+                       int64_t n, int64_t n_mat, size_t *extra) {
+    if (extra) *extra = 0;
+    if ((unsigned)t >= TB_TYPE_COUNT || !W || rows < 1 || n_mat < 1) return TB_OK;
+    const tb_kernels_t *k = tb_kernels();
+    const tb_type_kernels_t *e = &k->t[t];
+    if (!e->repack || e->repack_rows < 1) return TB_OK;
+    const size_t rp = tb_repack_bytes(ws, rows, e->repack_rows);
+    uint8_t *data = tb_alloc_aligned(rp * (size_t)n_mat);
+    if (!data)
+        return tb_err(TB_ERR_NOMEM, "out of memory repacking %lld x %lld %s weights (%zu bytes)",
+                      (long long)rows, (long long)n, tb_type_name(t), rp * (size_t)n_mat);
+    for (int64_t m = 0; m < n_mat; m++)
+        e->repack((const uint8_t *)W + (size_t)m * ws * (size_t)rows, ws, rows, n, data + (size_t)m * rp);
+    pthread_rwlock_wrlock(&lock);
+    if (n_tab == cap_tab) {
+        size_t nc = cap_tab ? 2 * cap_tab : 64;
+        entry *nt = realloc(tab, nc * sizeof *nt);
+        if (!nt) {
+            pthread_rwlock_unlock(&lock);
+            tb_free_aligned(data);
+            return tb_err(TB_ERR_NOMEM, "out of memory for the repack registry");
+        }
+        tab = nt;
+        cap_tab = nc;
+    }
+    size_t at = upper(W);
+    memmove(&tab[at + 1], &tab[at], (n_tab - at) * sizeof *tab);
+    tab[at] = (entry){.owner = owner, .base = W, .ws = ws, .mat_bytes = ws * (size_t)rows,
+                      .n_mat = n_mat, .rp_mat_bytes = rp, .data = data, .isa = k->isa, .type = t};
+    n_tab++;
+    pthread_rwlock_unlock(&lock);
+    if (extra) *extra = rp * (size_t)n_mat;
+    return TB_OK;
+}
+
+void tb_repack_release(const void *owner) {
+    pthread_rwlock_wrlock(&lock);
+    size_t j = 0;
+    for (size_t i = 0; i < n_tab; i++) {
+        if (tab[i].owner == owner) tb_free_aligned(tab[i].data);
+        else tab[j++] = tab[i];
+    }
+    n_tab = j;
+    if (n_tab == 0) {
+        free(tab);
+        tab = NULL;
+        cap_tab = 0;
+    }
+    pthread_rwlock_unlock(&lock);
+}
+
+const void *tb_repack_lookup(const void *W, size_t ws, tb_isa_t isa, tb_type_t t) {
+    const void *r = NULL;
+    pthread_rwlock_rdlock(&lock);
+    size_t i = upper(W);
+    if (i > 0) {
+        const entry *e = &tab[i - 1];
+        size_t off = (size_t)((const uint8_t *)W - e->base);
+        if (e->isa == isa && e->type == t && e->ws == ws && off % e->mat_bytes == 0 &&
+            off / e->mat_bytes < (size_t)e->n_mat)
+            r = e->data + off / e->mat_bytes * e->rp_mat_bytes;
+    }
+    pthread_rwlock_unlock(&lock);
+    return r;
+}

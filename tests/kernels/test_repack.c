@@ -1,0 +1,222 @@
+/*
+ * test_repack.c — load-time repacked layouts (kernels/repack.c), checkasm
+ * style, for every weight type whose active tier has a `repack`:
+ *
+ *   registration  copies exactly the tier's padded size; lookup finds each
+ *                 matrix of a stack and nothing else (rows inside a matrix,
+ *                 other types, other tiers, released owners);
+ *   matvec        on a registered matrix (the repacked path) within the
+ *                 format's error budget of the _ref, rows outside [r0, r1)
+ *                 untouched (NaN), for row counts that are not multiples of
+ *                 the group and ranges that cut groups;
+ *   gemm          every (token, row) bit-identical to the repacked matvec
+ *                 (prefill == decode) and within budget;
+ *   tb_matmul     1 and 2 threads bit-identical on a registered matrix.
+ * On a machine whose best tier repacks nothing, registration must be a
+ * no-op (0 extra bytes) and the test says so.
+ */
+#include <float.h>
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "kernels/kernels.h"
+
+static const tb_type_t types[] = {TB_TYPE_TQ2_0, TB_TYPE_TQ1_0, TB_TYPE_Q4_0, TB_TYPE_Q8_0,
+                                  TB_TYPE_Q4_K, TB_TYPE_Q6_K, TB_TYPE_F16};
+
+static uint64_t rng_s = 0x5eed5eed12345678ull;
+static uint64_t rnd(void) {
+    uint64_t z = (rng_s += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+static float frand(void) { return (float)((double)(rnd() >> 11) / 9007199254740992.0 * 2.0 - 1.0); }
+static int irand(int lo, int hi) { return lo + (int)(rnd() % (uint64_t)(hi - lo + 1)); }
+
+static void *xalloc(size_t n) {
+    void *p = malloc(n ? n : 1);
+    assert_non_null(p);
+    return p;
+}
+
+/* Quantize (rows, n) random f32 values into type t (ref quantizer). */
+static void *rand_rows(tb_type_t t, int64_t rows, int64_t n) {
+    size_t rb = tb_type_row_bytes(t, n);
+    float *x = xalloc(sizeof(float) * (size_t)n);   // (n)
+    uint8_t *q = xalloc(rb * (size_t)rows);         // (rows, row bytes)
+    for (int64_t r = 0; r < rows; r++) {
+        float scale = (r % 7 == 3) ? 20.0f : 1.0f;
+        for (int64_t j = 0; j < n; j++) x[j] = frand() * scale;
+        tb_type_traits(t)->from_float_ref(x, q + rb * (size_t)r, n);
+    }
+    free(x);
+    return q;
+}
+
+/* Error budget of one dot (see test_kernels.c): (blocks + 64) eps S. */
+static double budget(tb_type_t wt, const void *w, const void *a, int64_t n) {
+    const tb_type_traits_t *tr = tb_type_traits(wt);
+    float *wf = xalloc(sizeof(float) * (size_t)n), *af = xalloc(sizeof(float) * (size_t)n);
+    tr->to_float_ref(w, wf, n);
+    tb_type_traits(tr->vec_dot_type)->to_float_ref(a, af, n);
+    double S = 0;
+    for (int64_t j = 0; j < n; j++) S += fabs((double)wf[j] * af[j]);
+    free(wf);
+    free(af);
+    double terms = tr->is_quant ? (double)(n / tr->blck) + 64 : (double)n + 64;
+    return terms * FLT_EPSILON * S + 1e-30;
+}
+
+static void fill_nan(float *y, size_t n) {
+    for (size_t i = 0; i < n; i++) y[i] = NAN;
+}
+
+/* One registered stack of n_mat matrices checked through the active table. */
+static void check_type(tb_type_t wt) {
+    const tb_kernels_t *k = tb_kernels();
+    const tb_type_kernels_t *e = &k->t[wt];
+    const int g = e->repack_rows;
+    static const int64_t row_counts[] = {1, 16, 37, 53};
+    static const int64_t tok_counts[] = {1, 3, 8, 9, 17};
+    const tb_kernels_t *ref = tb_kernels_for(TB_ISA_REF);
+    for (size_t rc = 0; rc < TB_ARRAY_LEN(row_counts); rc++) {
+        const int64_t rows = row_counts[rc], n = QK_K * irand(1, 5), n_mat = 2;
+        const size_t ws = tb_type_row_bytes(wt, n), as = tb_act_row_bytes(wt, n);
+        uint8_t *W = rand_rows(wt, rows * n_mat, n);   // (n_mat, rows, n)
+        const int owner = 0;
+        size_t extra = 1;
+        assert_int_equal(tb_repack_register(&owner, wt, W, ws, rows, n, n_mat, &extra), TB_OK);
+        if (!e->repack) {
+            assert_int_equal(extra, 0);
+            free(W);
+            return;
+        }
+        assert_int_equal(extra, tb_repack_bytes(ws, rows, g) * (size_t)n_mat);
+        /* lookup: matrix starts only, this tier and type only */
+        assert_non_null(tb_repack_lookup(W, ws, k->isa, wt));
+        assert_non_null(tb_repack_lookup(W + ws * (size_t)rows, ws, k->isa, wt));
+        if (rows > 1) assert_null(tb_repack_lookup(W + ws, ws, k->isa, wt));
+        assert_null(tb_repack_lookup(W + ws * (size_t)(rows * n_mat), ws, k->isa, wt));
+        assert_null(tb_repack_lookup(W, ws, TB_ISA_GENERIC, wt));
+        assert_null(tb_repack_lookup(W, ws + 1, k->isa, wt));
+
+        const int64_t nt_max = 17;
+        uint8_t *A = rand_rows(tb_type_traits(wt)->vec_dot_type, nt_max, n);   // (nt_max, n)
+        for (int64_t m = 0; m < n_mat; m++) {
+            const uint8_t *Wm = W + (size_t)m * ws * (size_t)rows;
+            float *want = xalloc(sizeof(float) * (size_t)(nt_max * rows));   // (nt_max, rows)
+            double *tol = xalloc(sizeof(double) * (size_t)(nt_max * rows));  // (nt_max, rows)
+            for (int64_t t = 0; t < nt_max; t++)
+                for (int64_t r = 0; r < rows; r++) {
+                    ref->t[wt].vec_dot(n, &want[t * rows + r], Wm + ws * (size_t)r, A + as * (size_t)t);
+                    tol[t * rows + r] = budget(wt, Wm + ws * (size_t)r, A + as * (size_t)t, n);
+                }
+            const int64_t r0 = irand(0, (int)rows / 3), r1 = rows - irand(0, (int)rows / 3);
+            float *y = xalloc(sizeof(float) * (size_t)(nt_max * rows));   // (nt_max, rows)
+            for (int64_t t = 0; t < nt_max; t++) {
+                fill_nan(y + t * rows, (size_t)rows);
+                e->matvec(Wm, ws, A + as * (size_t)t, y + t * rows, r0, r1, n);
+                for (int64_t r = 0; r < rows; r++) {
+                    float v = y[t * rows + r];
+                    if (r < r0 || r >= r1) {
+                        if (!isnan(v)) fail_msg("%s: repacked matvec wrote row %lld outside [%lld, %lld)",
+                                                tb_type_name(wt), (long long)r, (long long)r0, (long long)r1);
+                    } else if (!(fabs((double)v - want[t * rows + r]) <= tol[t * rows + r])) {
+                        fail_msg("%s: repacked matvec (%lld x %lld, matrix %lld) row %lld: got %.9g want %.9g",
+                                 tb_type_name(wt), (long long)rows, (long long)n, (long long)m, (long long)r, v,
+                                 want[t * rows + r]);
+                    }
+                }
+            }
+            for (size_t c = 0; c < TB_ARRAY_LEN(tok_counts); c++) {
+                const int64_t nt = tok_counts[c], ldy = rows + 5;
+                float *Y = xalloc(sizeof(float) * (size_t)(nt * ldy));   // (nt, ldy)
+                fill_nan(Y, (size_t)(nt * ldy));
+                e->gemm(Wm, ws, A, as, nt, Y, ldy, r0, r1, n);
+                for (int64_t t = 0; t < nt; t++)
+                    for (int64_t r = 0; r < ldy; r++) {
+                        float v = Y[t * ldy + r];
+                        if (r < r0 || r >= r1) {
+                            if (!isnan(v)) fail_msg("%s: repacked gemm wrote token %lld row %lld outside [%lld, %lld)",
+                                                    tb_type_name(wt), (long long)t, (long long)r, (long long)r0,
+                                                    (long long)r1);
+                        } else if (memcmp(&v, &y[t * rows + r], sizeof v) != 0) {
+                            fail_msg("%s: repacked gemm (%lld tokens) token %lld row %lld: %.9g is not "
+                                     "bit-identical to matvec's %.9g", tb_type_name(wt), (long long)nt,
+                                     (long long)t, (long long)r, v, y[t * rows + r]);
+                        }
+                    }
+                free(Y);
+            }
+            free(y);
+            free(want);
+            free(tol);
+        }
+        /* the public API on a registered matrix: 1 and 2 threads agree */
+        tb_pool_t *p1, *p2;
+        assert_int_equal(tb_pool_new(1, &p1), TB_OK);
+        assert_int_equal(tb_pool_new(2, &p2), TB_OK);
+        float *X = xalloc(sizeof(float) * (size_t)(5 * n));   // (5, n)
+        for (int64_t j = 0; j < 5 * n; j++) X[j] = frand();
+        float *Y1 = xalloc(sizeof(float) * (size_t)(5 * rows)), *Y2 = xalloc(sizeof(float) * (size_t)(5 * rows));
+        assert_int_equal(tb_matmul(p1, wt, W, rows, n, X, 5, Y1), TB_OK);
+        assert_int_equal(tb_matmul(p2, wt, W, rows, n, X, 5, Y2), TB_OK);
+        assert_memory_equal(Y1, Y2, sizeof(float) * (size_t)(5 * rows));
+        tb_pool_free(p1);
+        tb_pool_free(p2);
+        free(X); free(Y1); free(Y2);
+
+        tb_repack_release(&owner);
+        assert_null(tb_repack_lookup(W, ws, k->isa, wt));
+        free(A);
+        free(W);
+    }
+}
+
+static void test_repacked_kernels(void **state) {
+    (void)state;
+    int n_repacked = 0;
+    for (size_t i = 0; i < TB_ARRAY_LEN(types); i++) {
+        if (tb_kernels()->t[types[i]].repack) n_repacked++;
+        check_type(types[i]);
+    }
+    if (!n_repacked) print_message("tier %s repacks no type: registration checked as a no-op\n",
+                                   tb_isa_name(tb_isa_active()));
+}
+
+/* Two owners: releasing one leaves the other's registrations in place. */
+static void test_owners(void **state) {
+    (void)state;
+    const tb_kernels_t *k = tb_kernels();
+    if (!k->t[TB_TYPE_TQ2_0].repack) skip();
+    const int64_t rows = 20, n = 512;
+    const size_t ws = tb_type_row_bytes(TB_TYPE_TQ2_0, n);
+    uint8_t *W1 = rand_rows(TB_TYPE_TQ2_0, rows, n), *W2 = rand_rows(TB_TYPE_TQ2_0, rows, n);
+    int o1, o2;
+    assert_int_equal(tb_repack_register(&o1, TB_TYPE_TQ2_0, W1, ws, rows, n, 1, NULL), TB_OK);
+    assert_int_equal(tb_repack_register(&o2, TB_TYPE_TQ2_0, W2, ws, rows, n, 1, NULL), TB_OK);
+    tb_repack_release(&o1);
+    assert_null(tb_repack_lookup(W1, ws, k->isa, TB_TYPE_TQ2_0));
+    assert_non_null(tb_repack_lookup(W2, ws, k->isa, TB_TYPE_TQ2_0));
+    tb_repack_release(&o2);
+    assert_null(tb_repack_lookup(W2, ws, k->isa, TB_TYPE_TQ2_0));
+    free(W1);
+    free(W2);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_repacked_kernels),
+        cmocka_unit_test(test_owners),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
