@@ -117,6 +117,10 @@ static int per_layer(keyctx *c, const char *suffix, int32_t n_layer, double *val
 static int read_common(keyctx *c, tb_model_info_t *in) {
     int rc;
     if ((rc = req_i32(c, "block_count", &in->n_layer))) return rc;
+    /* every layer has tensors of its own: a larger count is a lie, not a reason to allocate */
+    if (in->n_layer > tb_gguf_n_tensors(c->g))
+        return tb_err(TB_ERR_FORMAT, "%s: key '%s' = %d, but the file holds only %lld tensors",
+                      c->path, c->key, in->n_layer, (long long)tb_gguf_n_tensors(c->g));
     if ((rc = req_i32(c, "embedding_length", &in->n_embd))) return rc;
     if ((rc = req_i32(c, "attention.head_count", &in->n_head))) return rc;
     if ((rc = opt_i32(c, "attention.head_count_kv", in->n_head, &in->n_head_kv))) return rc;
