@@ -45,4 +45,41 @@ TB_INLINE void dot_fx(int nt, int64_t n, float *s, const void *w, const void *co
 }
 
 
+#if defined(__AVX512F__)
+/* ---------------------------------------------------------------------- */
+/* 512-bit variant: 16 elements per step, masked tail (no scalar loop)      */
+/* ---------------------------------------------------------------------- */
+
+/* Elements [j, j + 16) of w under mask m (masked-off lanes read 0). */
+TB_INLINE __m512 load16_w(const void *w, int64_t j, int kind, __mmask16 m) {
+    if (kind == 0) return _mm512_maskz_loadu_ps(m, (const float *)w + j);
+    __m256i h = _mm256_maskz_loadu_epi16(m, (const uint16_t *)w + j);
+    if (kind == 1) return _mm512_cvtph_ps(h);
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+}
+
+/* Same contract as dot_fx; two accumulators (steps alternate), the tail of
+ * n % 16 elements goes through masked loads into the next accumulator. */
+TB_INLINE void dot_fx512(int nt, int64_t n, float *s, const void *w, const void *const *a, int kind) {
+    __m512 acc[2][TB_NT];
+    for (int t = 0; t < nt; t++) acc[0][t] = acc[1][t] = _mm512_setzero_ps();
+    int64_t j = 0;
+    for (; j + 16 <= n; j += 16) {
+        __m512 wv = load16_w(w, j, kind, 0xFFFF);
+        TB_UNROLL
+        for (int t = 0; t < nt; t++)
+            acc[(j >> 4) & 1][t] = _mm512_fmadd_ps(wv, _mm512_loadu_ps((const float *)a[t] + j),
+                                                   acc[(j >> 4) & 1][t]);
+    }
+    if (j < n) {
+        const __mmask16 m = (__mmask16)((1u << (n - j)) - 1);
+        __m512 wv = load16_w(w, j, kind, m);
+        for (int t = 0; t < nt; t++)
+            acc[(j >> 4) & 1][t] = _mm512_fmadd_ps(wv, _mm512_maskz_loadu_ps(m, (const float *)a[t] + j),
+                                                   acc[(j >> 4) & 1][t]);
+    }
+    for (int t = 0; t < nt; t++) s[t] = _mm512_reduce_add_ps(_mm512_add_ps(acc[0][t], acc[1][t]));
+}
+#endif
+
 #endif
