@@ -25,9 +25,6 @@
 #define DOT_F32(nt, n, s, w, a) dot_fx512(nt, n, s, w, a, 0)
 #define DOT_F16(nt, n, s, w, a) dot_fx512(nt, n, s, w, a, 1)
 #define DOT_BF16(nt, n, s, w, a) dot_fx512(nt, n, s, w, a, 2)
-#define DOT_F32(nt, n, s, w, a) dot_fx512(nt, n, s, w, a, 0)
-#define DOT_F16(nt, n, s, w, a) dot_fx512(nt, n, s, w, a, 1)
-#define DOT_BF16(nt, n, s, w, a) dot_fx512(nt, n, s, w, a, 2)
 
 TB_X86_KERNELS(q8_0, DOT_Q8_0)
 TB_X86_KERNELS(q4_0, DOT_Q4_0)
@@ -37,9 +34,6 @@ TB_X86_KERNELS(q4_K, DOT_Q4_K)
 TB_X86_KERNELS(q6_K, DOT_Q6_K)
 TB_X86_KERNELS_RT(tq2_0_vnni, DOT_TQ2_0_VNNI)
 TB_X86_KERNELS(tq1_0_vnni, DOT_TQ1_0_VNNI)
-TB_X86_KERNELS(f32, DOT_F32)
-TB_X86_KERNELS(f16, DOT_F16)
-TB_X86_KERNELS(bf16, DOT_BF16)
 TB_X86_KERNELS(f32, DOT_F32)
 TB_X86_KERNELS(f16, DOT_F16)
 TB_X86_KERNELS(bf16, DOT_BF16)
@@ -93,9 +87,6 @@ void tb_kernels_fill_avx512(tb_kernels_t *k) {
         TB_X86_SET(k, TB_TYPE_Q4_K, q4_K, NULL);
         TB_X86_SET(k, TB_TYPE_Q6_K, q6_K, NULL);
     }
-    TB_X86_SET(k, TB_TYPE_F32, f32, NULL);   /* x86_float.h, 512-bit */
-    TB_X86_SET(k, TB_TYPE_F16, f16, NULL);
-    TB_X86_SET(k, TB_TYPE_BF16, bf16, NULL);
     TB_X86_SET(k, TB_TYPE_F32, f32, NULL);   /* x86_float.h, 512-bit */
     TB_X86_SET(k, TB_TYPE_F16, f16, NULL);
     TB_X86_SET(k, TB_TYPE_BF16, bf16, NULL);
