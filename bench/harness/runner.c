@@ -9,8 +9,10 @@
 #include "stats.h"
 #include "workload.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <math.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -51,6 +53,27 @@ static void cache_dir(const tb_plan_t *p, char *buf, size_t cap) {
     }
 }
 
+/* Remove FINAL.PID.part and FINAL.PID.part.tmp left in dir by synthesizing
+ * processes that died (SIGKILL, power loss): each can be as large as the
+ * model. A live PID's files are another run's work in progress and stay. */
+static void drop_stale_parts(const char *dir, const char *final) {
+    const char *base = strrchr(final, '/');
+    base = base ? base + 1 : final;
+    size_t n = strlen(base);
+    DIR *d = opendir(dir);
+    if (!d) return;
+    for (struct dirent *e; (e = readdir(d));) {
+        if (strncmp(e->d_name, base, n) != 0 || e->d_name[n] != '.') continue;
+        char *end;
+        long pid = strtol(e->d_name + n + 1, &end, 10);
+        if (end == e->d_name + n + 1 || pid <= 0 || strncmp(end, ".part", 5) != 0) continue;
+        if (pid == (long)getpid() || kill((pid_t)pid, 0) == 0 || errno != ESRCH) continue;
+        char f[4096];
+        if ((size_t)snprintf(f, sizeof f, "%s/%s", dir, e->d_name) < sizeof f) unlink(f);
+    }
+    closedir(d);
+}
+
 static void synth_progress(void *ud, uint64_t done, uint64_t total) {
     int *last = ud;
     int pct = total ? (int)(100.0 * (double)done / (double)total) : 100;
@@ -88,6 +111,7 @@ int tb_runner_model_path(const tb_plan_t *plan, int variant, char **path, int qu
 
     int rc = make_dirs(dir);
     if (rc) { free(final); return rc; }
+    drop_stale_parts(dir, final);
     tb_synth_params_t sp = {.preset = preset, .type = -1, .seed = (uint64_t)m->v[K_MODEL_SEED].i,
                             .vocab_from = *vocab ? vpath : NULL};
     if (strcmp(type, "default") != 0) {
