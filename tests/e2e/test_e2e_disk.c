@@ -464,6 +464,14 @@ static void test_kill_during_synth(void **state) {
     if (r.status != 0) fail_msg("run after the kills: exit %d: %s", r.status, r.err);
     e2e_res_free(&r);
     assert_cache_complete("cache", "after the kills");
+    /* and the dead runs' partial files are gone (each is model-sized) */
+    char cdir[512];
+    e2e_path(cdir, sizeof cdir, "cache");
+    DIR *cd = opendir(cdir);
+    assert_non_null(cd);
+    for (struct dirent *e; (e = readdir(cd));)
+        if (strstr(e->d_name, ".part")) fail_msg("stale partial model left in the cache: %s", e->d_name);
+    closedir(cd);
     char db[512];
     e2e_path(db, sizeof db, "k.db");
     char *st = e2e_db_query(db, "SELECT status FROM runs ORDER BY id DESC LIMIT 1");
