@@ -116,8 +116,7 @@ static void attend(const att_ctx *c, int32_t t, int g, int ith) {
     }
     for (int h = 0; h < group; h++) {
         float *r = sc + (size_t)h * (size_t)ld;                         /* (len) */
-        for (int32_t j = 0; j < len; j++) r[j] *= scale;
-        tb_op_softmax(r, len);
+        tb_op_softmax(r, len, scale);
     }
     /* ---- o = Vt · p, one gemm per run, runs summed in position order ---- */
     bool first = true;

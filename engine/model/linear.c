@@ -48,14 +48,6 @@ static int64_t pro_chunk(const tb_lin_pro_t *p) {
     return ce;
 }
 
-/* 1 / sqrt(mean(x^2) + eps) of one row, in double, in index order (the
- * same value on every thread and in tb_op_rmsnorm). */
-static float rms_inv(const float *x, int64_t n, float eps) {
-    double ss = 0.0;
-    for (int64_t i = 0; i < n; i++) ss += (double)x[i] * x[i];
-    return (float)(1.0 / sqrt(ss / (double)n + (double)eps));
-}
-
 void tb_lin_prologue(const tb_lin_pro_t *p, int ith, int nth) {
     if (!p || p->kind == TB_PRO_NONE) return;
     const int64_t ce = pro_chunk(p), nc = p->n_in / ce, items = p->n * nc;
@@ -69,7 +61,7 @@ void tb_lin_prologue(const tb_lin_pro_t *p, int ith, int nth) {
         float *x = p->x + t * p->ld + c0;                          /* (ce) */
         const float *src = x;
         if (p->kind == TB_PRO_NORM) {
-            if (t != t_rms) { r = rms_inv(p->x + t * p->ld, p->n_in, p->eps); t_rms = t; }
+            if (t != t_rms) { r = tb_op_rms_inv(p->x + t * p->ld, p->n_in, p->eps); t_rms = t; }
             float *xn = p->xn + t * p->ld + c0;                    /* (ce) */
             const float *w = p->w + c0;
             for (int64_t i = 0; i < ce; i++) xn[i] = x[i] * r * w[i];
@@ -77,10 +69,14 @@ void tb_lin_prologue(const tb_lin_pro_t *p, int ith, int nth) {
         } else if (p->kind == TB_PRO_SWIGLU) {
             const float *u = p->u + t * p->ld + c0;                /* (ce) */
             const float c = p->clamp;
-            for (int64_t i = 0; i < ce; i++) {
-                const float g = fminf(x[i], c), v = fminf(fmaxf(u[i], -c), c);
-                x[i] = tb_op_silu(g) * v;
-            }
+            if (isinf(c))
+                for (int64_t i = 0; i < ce; i++) x[i] = tb_op_silu(x[i]) * u[i];
+            else
+                for (int64_t i = 0; i < ce; i++) {
+                    const float g = x[i] < c ? x[i] : c;
+                    const float v = u[i] < -c ? -c : (u[i] > c ? c : u[i]);
+                    x[i] = tb_op_silu(g) * v;
+                }
         }
         if (quant) quant(src, (uint8_t *)p->q + (size_t)t * p->q_stride + (size_t)(c0 / ce) * cb, ce);
     }

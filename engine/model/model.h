@@ -79,9 +79,49 @@ void tb_op_rope_table(float *cs, float *sn, int32_t pos, int n_rot, float base);
 /* Rotate the first n_rot dims of one head x (head_dim) in place. neox:
  * pairs (i, i + n_rot/2); else adjacent pairs (2i, 2i+1). */
 void tb_op_rope(float *x, const float *cs, const float *sn, int n_rot, bool neox);
-/* In-place softmax of n values (f32, max-subtracted). */
-void tb_op_softmax(float *x, int n);
-static inline float tb_op_silu(float x) { return x / (1.0f + __builtin_expf(-x)); }
+/* In-place softmax of x * scale over n values (scale > 0; f32,
+ * max-subtracted, sum in 8 fixed partial sums). */
+void tb_op_softmax(float *x, int n, float scale);
+/* 1 / sqrt(mean(x^2) + eps) of n values, the sum of squares in double (8
+ * fixed partial sums, combined in a fixed order): the same value on every
+ * thread, vectorisable. */
+float tb_op_rms_inv(const float *x, int64_t n, float eps);
+
+/* Branch-free c ? a : b on float bits (keeps loops vectorisable). */
+static inline float tb_op_sel(bool c, float a, float b) {
+    union { float f; uint32_t u; } x = {.f = a}, y = {.f = b};
+    const uint32_t m = (uint32_t)-(int32_t)c;
+    x.u = (x.u & m) | (y.u & ~m);
+    return x.f;
+}
+
+/* e^x in plain C that compilers vectorise (no libm call, no branch):
+ * x = k ln2 + r with |r| <= ln2/2 (Cody-Waite split of ln2), e^r by a
+ * degree-7 Taylor polynomial, 2^k added into the exponent bits. Relative
+ * error <= 1.1e-7 on [-87, 88.5] (tests/model/test_ops.c); x > 88.72: +inf;
+ * x < -87.33: 0 (no subnormals); NaN stays NaN. */
+static inline float tb_op_exp(float x) {
+    const float big = 12582912.0f;                     /* 1.5 * 2^23: round to int */
+    float xc = tb_op_sel(x > 88.72f, 88.72f, x);
+    xc = tb_op_sel(xc < -87.33f, -87.33f, xc);
+    const float kf = (xc * 1.44269504f + big) - big;   /* round(x / ln2) */
+    float r = xc - kf * 0.693145752f;                  /* ln2 hi: exact product */
+    r = r - kf * 1.42860677e-06f;                      /* ln2 lo */
+    float p = 1.0f / 5040.0f;
+    p = p * r + 1.0f / 720.0f;
+    p = p * r + 1.0f / 120.0f;
+    p = p * r + 1.0f / 24.0f;
+    p = p * r + 1.0f / 6.0f;
+    p = p * r + 0.5f;
+    p = p * r + 1.0f;
+    p = p * r + 1.0f;
+    union { float f; uint32_t u; } e = {.f = p};
+    e.u += (uint32_t)(int32_t)kf << 23;
+    float v = tb_op_sel(x > 88.72f, __builtin_inff(), e.f);
+    v = tb_op_sel(x < -87.33f, 0.0f, v);
+    return tb_op_sel(x != x, x, v);
+}
+static inline float tb_op_silu(float x) { return x / (1.0f + tb_op_exp(-x)); }
 
 /* ---- linear.c ---------------------------------------------------------- */
 

@@ -146,7 +146,7 @@ void tb_moe_ffn(tb_session_t *s, int32_t il, int32_t n) {
     memset(off, 0, (size_t)(X + 1) * sizeof *off);
     for (int32_t t = 0; t < n; t++) {
         float *p = s->router + (int64_t)t * X;      /* (n_expert) */
-        tb_op_softmax(p, X);
+        tb_op_softmax(p, X, 1.0f);
         route(p, X, K, s->sel + t * K, s->sel_w + t * K);
         for (int k = 0; k < K; k++) off[s->sel[t * K + k] + 1]++;
     }

@@ -1,18 +1,27 @@
 /*
  * ops.c — the small per-row operations of the forward pass: RMSNorm, RoPE,
- * softmax. Scalar, deterministic, one row at a time (the cost of a decode
- * step is in the matmuls, not here).
+ * softmax. Plain C written so compilers vectorise it (fixed partial sums,
+ * tb_op_exp instead of libm), deterministic: one row's result never
+ * depends on threads or chunking.
  */
 #include "model/model.h"
 
 #include <math.h>
 
-/* y = x * w / sqrt(mean(x^2) + eps); the sum of squares is accumulated in
- * double so the result does not depend on n's magnitude. */
+float tb_op_rms_inv(const float *x, int64_t n, float eps) {
+    double ss[8] = {0};
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        for (int k = 0; k < 8; k++) ss[k] += (double)x[i + k] * x[i + k];
+    for (; i < n; i++) ss[i % 8] += (double)x[i] * x[i];
+    const double sum = ((ss[0] + ss[1]) + (ss[2] + ss[3])) + ((ss[4] + ss[5]) + (ss[6] + ss[7]));
+    return (float)(1.0 / sqrt(sum / (double)n + (double)eps));
+}
+
+/* y = x * w / sqrt(mean(x^2) + eps), the row's sum of squares as in
+ * tb_op_rms_inv. */
 void tb_op_rmsnorm(float *y, const float *x, const float *w, int n, float eps) {
-    double ss = 0.0;
-    for (int i = 0; i < n; i++) ss += (double)x[i] * x[i];
-    const float r = (float)(1.0 / sqrt(ss / n + (double)eps));
+    const float r = tb_op_rms_inv(x, n, eps);
     for (int i = 0; i < n; i++) y[i] = x[i] * r * w[i];
 }
 
@@ -37,14 +46,21 @@ void tb_op_rope(float *x, const float *cs, const float *sn, int n_rot, bool neox
     }
 }
 
-void tb_op_softmax(float *x, int n) {
-    float mx = -INFINITY;
-    for (int i = 0; i < n; i++) mx = x[i] > mx ? x[i] : mx;
-    float sum = 0.0f;
-    for (int i = 0; i < n; i++) {
-        x[i] = expf(x[i] - mx);
-        sum += x[i];
-    }
-    const float inv = 1.0f / sum;
-    for (int i = 0; i < n; i++) x[i] *= inv;
+void tb_op_softmax(float *x, int n, float scale) {
+    float m8[8];
+    for (int k = 0; k < 8; k++) m8[k] = -INFINITY;
+    int i = 0;
+    for (; i + 8 <= n; i += 8)
+        for (int k = 0; k < 8; k++) m8[k] = tb_op_sel(x[i + k] > m8[k], x[i + k], m8[k]);
+    for (; i < n; i++) m8[i % 8] = tb_op_sel(x[i] > m8[i % 8], x[i], m8[i % 8]);
+    float mx = m8[0];
+    for (int k = 1; k < 8; k++) mx = m8[k] > mx ? m8[k] : mx;
+    const float ms = mx * scale;
+    for (int i = 0; i < n; i++) x[i] = tb_op_exp(x[i] * scale - ms);
+    float sum[8] = {0};
+    for (i = 0; i + 8 <= n; i += 8)
+        for (int k = 0; k < 8; k++) sum[k] += x[i + k];
+    for (; i < n; i++) sum[i % 8] += x[i];
+    const float inv = 1.0f / (((sum[0] + sum[1]) + (sum[2] + sum[3])) + ((sum[4] + sum[5]) + (sum[6] + sum[7])));
+    for (i = 0; i < n; i++) x[i] *= inv;
 }

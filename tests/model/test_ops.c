@@ -1,0 +1,179 @@
+/*
+ * test_ops.c — the forward pass's small operations against double
+ * precision, and the pass prologue's independence from the thread split:
+ *  - tb_op_exp: relative error over the finite range, limits, NaN;
+ *  - tb_op_silu, tb_op_softmax (with scale), tb_op_rms_inv;
+ *  - tb_lin_prologue (NORM, SWIGLU with and without clamp): the same bits
+ *    for 1, 2 and 3 shares, and its block-wise quantization equal to
+ *    quantizing whole rows.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model/model.h"
+#include "kernels/kernels.h"
+
+/* Deterministic uniform floats in [lo, hi). */
+static uint64_t rng = 0x9e3779b97f4a7c15ull;
+static float urand(float lo, float hi) {
+    rng ^= rng << 13; rng ^= rng >> 7; rng ^= rng << 17;
+    return lo + (hi - lo) * (float)((rng >> 40) * 0x1p-24);
+}
+
+/* ===================================================================== */
+/* Scalar operations                                                      */
+/* ===================================================================== */
+
+static void test_exp(void **st) {
+    (void)st;
+    double worst = 0.0;
+    for (float x = -87.0f; x < 88.5f; x += 1.37e-4f) {
+        const double e = exp((double)x), rel = fabs((double)tb_op_exp(x) - e) / e;
+        if (rel > worst) worst = rel;
+    }
+    print_message("tb_op_exp worst relative error %.3g\n", worst);
+    assert_true(worst < 2e-7);
+    assert_true(tb_op_exp(0.0f) == 1.0f);
+    assert_true(isinf(tb_op_exp(INFINITY)) && tb_op_exp(INFINITY) > 0);
+    assert_true(isinf(tb_op_exp(100.0f)));
+    assert_true(tb_op_exp(-INFINITY) == 0.0f);
+    assert_true(tb_op_exp(-100.0f) == 0.0f);
+    assert_true(isnan(tb_op_exp(NAN)));
+}
+
+static void test_silu(void **st) {
+    (void)st;
+    for (float x = -40.0f; x < 40.0f; x += 0.0137f) {
+        const double r = (double)x / (1.0 + exp(-(double)x));
+        assert_true(fabs((double)tb_op_silu(x) - r) <= 3e-7 * fabs(r) + 1e-30);
+    }
+    assert_true(tb_op_silu(-200.0f) == 0.0f);
+    assert_true(tb_op_silu(200.0f) == 200.0f);
+}
+
+static void test_softmax(void **st) {
+    (void)st;
+    const int lens[] = {1, 2, 7, 8, 9, 100, 513};
+    for (size_t li = 0; li < sizeof lens / sizeof *lens; li++) {
+        const int n = lens[li];
+        const float scale = 0.125f;
+        float x[513];
+        double ref[513], mx = -INFINITY, sum = 0.0;
+        for (int i = 0; i < n; i++) {
+            x[i] = urand(-60.0f, 60.0f);
+            mx = fmax(mx, (double)x[i] * scale);
+        }
+        for (int i = 0; i < n; i++) sum += ref[i] = exp((double)x[i] * scale - mx);
+        tb_op_softmax(x, n, scale);
+        double got = 0.0;
+        for (int i = 0; i < n; i++) {
+            assert_true(fabs(x[i] - ref[i] / sum) <= 1e-6);
+            got += x[i];
+        }
+        assert_true(fabs(got - 1.0) < 1e-5);
+    }
+}
+
+static void test_rms_inv(void **st) {
+    (void)st;
+    const int lens[] = {1, 7, 64, 2048, 5633};
+    static float x[5633];
+    for (size_t li = 0; li < sizeof lens / sizeof *lens; li++) {
+        const int n = lens[li];
+        double ss = 0.0;
+        for (int i = 0; i < n; i++) {
+            x[i] = urand(-3.0f, 3.0f);
+            ss += (double)x[i] * x[i];
+        }
+        const double r = 1.0 / sqrt(ss / n + 1e-6);
+        assert_true(fabs(tb_op_rms_inv(x, n, 1e-6f) - r) <= 2e-7 * r);
+    }
+}
+
+/* ===================================================================== */
+/* Prologue                                                               */
+/* ===================================================================== */
+
+#define P_N 3                  /* rows */
+#define P_IN 768               /* 3 q8_K blocks, 24 q8_0 blocks */
+#define P_LD 800
+
+/* Run prologue kind over fresh copies for `nth` shares; returns the
+ * output floats (x or xn) and the quantized rows. */
+static void run_pro(tb_pro_kind_t kind, float clamp, tb_type_t wt, int nth, const float *x0,
+                    const float *u, const float *w, float *out, uint8_t *q) {
+    static float x[P_N * P_LD], xn[P_N * P_LD];
+    memcpy(x, x0, sizeof x);
+    memset(xn, 0, sizeof xn);
+    const size_t qs = tb_act_row_bytes(wt, P_IN);
+    tb_lin_pro_t p = {.kind = kind, .x = x, .u = u, .ld = P_LD, .n_in = P_IN, .n = P_N, .w = w,
+                      .eps = 1e-5f, .clamp = clamp, .xn = xn, .wtype = wt, .q = q, .q_stride = qs};
+    for (int i = 0; i < nth; i++) tb_lin_prologue(&p, i, nth);
+    memcpy(out, kind == TB_PRO_NORM ? xn : x, sizeof x);
+}
+
+static void prologue_case(tb_pro_kind_t kind, float clamp, tb_type_t wt) {
+    static float x0[P_N * P_LD], u[P_N * P_LD], w[P_IN], o1[P_N * P_LD], o2[P_N * P_LD];
+    static uint8_t q1[P_N * 4096], q2[P_N * 4096], qr[P_N * 4096];
+    for (int i = 0; i < P_N * P_LD; i++) { x0[i] = urand(-12.0f, 12.0f); u[i] = urand(-12.0f, 12.0f); }
+    for (int i = 0; i < P_IN; i++) w[i] = urand(0.5f, 1.5f);
+    const size_t qs = tb_act_row_bytes(wt, P_IN);
+    assert_true(qs * P_N <= sizeof q1);
+    run_pro(kind, clamp, wt, 1, x0, u, w, o1, q1);
+    for (int nth = 2; nth <= 3; nth++) {
+        run_pro(kind, clamp, wt, nth, x0, u, w, o2, q2);
+        for (int t = 0; t < P_N; t++)
+            assert_memory_equal(o1 + t * P_LD, o2 + t * P_LD, P_IN * sizeof(float));
+        assert_memory_equal(q1, q2, qs * P_N);
+    }
+    /* block-wise quantization == whole rows */
+    tb_lin_quantize(wt, o1, P_LD, P_N, P_IN, qr);
+    assert_memory_equal(q1, qr, qs * P_N);
+    /* values against double */
+    for (int t = 0; t < P_N; t++) {
+        double ss = 0.0;
+        for (int i = 0; i < P_IN; i++) ss += (double)x0[t * P_LD + i] * x0[t * P_LD + i];
+        const double r = 1.0 / sqrt(ss / P_IN + 1e-5);
+        for (int i = 0; i < P_IN; i++) {
+            const double g = x0[t * P_LD + i], v = u[t * P_LD + i];
+            double want;
+            if (kind == TB_PRO_NORM) want = g * r * w[i];
+            else {
+                const double gc = fmin(g, clamp), vc = fmax(fmin(v, clamp), -(double)clamp);
+                want = gc / (1.0 + exp(-gc)) * vc;
+            }
+            assert_true(fabs(o1[t * P_LD + i] - want) <= 1e-5 * fabs(want) + 1e-6);
+        }
+    }
+}
+
+static void test_prologue_norm(void **st) {
+    (void)st;
+    prologue_case(TB_PRO_NORM, INFINITY, TB_TYPE_TQ2_0);
+    prologue_case(TB_PRO_NORM, INFINITY, TB_TYPE_Q4_0);
+}
+
+static void test_prologue_swiglu(void **st) {
+    (void)st;
+    prologue_case(TB_PRO_SWIGLU, INFINITY, TB_TYPE_Q8_0);
+    prologue_case(TB_PRO_SWIGLU, 7.0f, TB_TYPE_TQ1_0);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_exp),
+        cmocka_unit_test(test_silu),
+        cmocka_unit_test(test_softmax),
+        cmocka_unit_test(test_rms_inv),
+        cmocka_unit_test(test_prologue_norm),
+        cmocka_unit_test(test_prologue_swiglu),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
