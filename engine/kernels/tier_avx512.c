@@ -47,6 +47,14 @@ static void gemm_tq2_0_vnni_rp(const void *W, size_t ws, const void *A, size_t a
                                int64_t ldy, int64_t r0, int64_t r1, int64_t n) {
     if (!gemm_tq2_0_rp(W, ws, A, as, nt, Y, ldy, r0, r1, n)) gemm_tq2_0_vnni(W, ws, A, as, nt, Y, ldy, r0, r1, n);
 }
+static void matvec_tq1_0_vnni_rp(const void *W, size_t ws, const void *a, float *y, int64_t r0,
+                                 int64_t r1, int64_t n) {
+    if (!matvec_tq1_0_rp(W, ws, a, y, r0, r1, n)) matvec_tq1_0_vnni(W, ws, a, y, r0, r1, n);
+}
+static void gemm_tq1_0_vnni_rp(const void *W, size_t ws, const void *A, size_t as, int64_t nt, float *Y,
+                               int64_t ldy, int64_t r0, int64_t r1, int64_t n) {
+    if (!gemm_tq1_0_rp(W, ws, A, as, nt, Y, ldy, r0, r1, n)) gemm_tq1_0_vnni(W, ws, A, as, nt, Y, ldy, r0, r1, n);
+}
 TB_X86_KERNELS(q4_K_vnni, DOT_Q4_K_VNNI)
 TB_X86_KERNELS(q6_K_vnni, DOT_Q6_K_VNNI)
 
@@ -76,6 +84,10 @@ void tb_kernels_fill_avx512(tb_kernels_t *k) {
         k->t[TB_TYPE_TQ2_0].repack = repack_tq2_0;
         k->t[TB_TYPE_TQ2_0].repack_rows = TB_RP_ROWS;
         TB_X86_SET(k, TB_TYPE_TQ1_0, tq1_0_vnni, NULL);
+        k->t[TB_TYPE_TQ1_0].matvec = matvec_tq1_0_vnni_rp;
+        k->t[TB_TYPE_TQ1_0].gemm = gemm_tq1_0_vnni_rp;
+        k->t[TB_TYPE_TQ1_0].repack = repack_tq1_0;
+        k->t[TB_TYPE_TQ1_0].repack_rows = TB_RP_ROWS;
         TB_X86_SET(k, TB_TYPE_Q4_K, q4_K_vnni, NULL);
         TB_X86_SET(k, TB_TYPE_Q6_K, q6_K_vnni, NULL);
     } else {

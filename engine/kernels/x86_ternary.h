@@ -192,17 +192,19 @@ TB_INLINE void dot_tq2_0_grp(int nt, const tq2_0_grp *G, int64_t nb, const block
             TB_UNROLL
             for (int k = 0; k < 8; k++) c[k] = _mm512_setzero_si512();
             TB_UNROLL
-            for (int j = 0; j < 16; j++) {
-                const __m512i q = _mm512_loadu_si512(x->q[j]);
-                const int8_t *yj = y + 128 * (j / 8) + 4 * (j % 8);
-                int32_t y0, y1, y2, y3;
-                memcpy(&y0, yj, 4); memcpy(&y1, yj + 32, 4); memcpy(&y2, yj + 64, 4); memcpy(&y3, yj + 96, 4);
-                const int h = (j & 1) * 4;
-                c[h + 0] = _mm512_dpbusd_epi32(c[h + 0], _mm512_and_si512(q, m3), _mm512_set1_epi32(y0));
-                c[h + 1] = _mm512_dpbusd_epi32(c[h + 1], _mm512_and_si512(q, m1), _mm512_set1_epi32(y1));
-                c[h + 2] = _mm512_dpbusd_epi32(c[h + 2], _mm512_and_si512(q, m2), _mm512_set1_epi32(y2));
-                c[h + 3] = _mm512_dpbusd_epi32(c[h + 3], _mm512_and_si512(q, m4), _mm512_set1_epi32(y3));
-            }
+            for (int j2 = 0; j2 < 16; j2 += 2)      /* two chunks per step: constant indices into c */
+                TB_UNROLL
+                for (int h = 0; h < 8; h += 4) {
+                    const int j = j2 + h / 4;
+                    const __m512i q = _mm512_loadu_si512(x->q[j]);
+                    const int8_t *yj = y + 128 * (j / 8) + 4 * (j % 8);
+                    int32_t y0, y1, y2, y3;
+                    memcpy(&y0, yj, 4); memcpy(&y1, yj + 32, 4); memcpy(&y2, yj + 64, 4); memcpy(&y3, yj + 96, 4);
+                    c[h + 0] = _mm512_dpbusd_epi32(c[h + 0], _mm512_and_si512(q, m3), _mm512_set1_epi32(y0));
+                    c[h + 1] = _mm512_dpbusd_epi32(c[h + 1], _mm512_and_si512(q, m1), _mm512_set1_epi32(y1));
+                    c[h + 2] = _mm512_dpbusd_epi32(c[h + 2], _mm512_and_si512(q, m2), _mm512_set1_epi32(y2));
+                    c[h + 3] = _mm512_dpbusd_epi32(c[h + 3], _mm512_and_si512(q, m4), _mm512_set1_epi32(y3));
+                }
             __m512i s = _mm512_add_epi32(_mm512_add_epi32(c[0], c[4]), _mm512_set1_epi32(nsum[0][i]));
             s = _mm512_add_epi32(s, _mm512_srai_epi32(_mm512_add_epi32(c[1], c[5]), 2));
             s = _mm512_add_epi32(s, _mm512_srai_epi32(_mm512_add_epi32(c[2], c[6]), 4));
@@ -282,6 +284,140 @@ static bool gemm_tq2_0_rp(const void *W, size_t ws, const void *A, size_t as, in
             if (ntk == TB_RP_NT) dot_tq2_0_grp(TB_RP_NT, G + g * nb, nb, aa, nsum, o);
             else if (ntk == 1) dot_tq2_0_grp(1, G + g * nb, nb, aa, nsum, o);
             else dot_tq2_0_grp(ntk, G + g * nb, nb, aa, nsum, o);
+            const __mmask16 m = grp_mask(g, r0, r1);
+            for (int t = 0; t < ntk; t++) _mm512_mask_storeu_ps(Y + (t0 + t) * ldy + g * TB_RP_ROWS, m, o[t]);
+        }
+    }
+    return true;
+}
+
+/* ---------------------------------------------------------------------- */
+/* TQ1_0, repacked: 16 rows interleaved (AVX-512 VNNI)                      */
+/* ---------------------------------------------------------------------- */
+
+/* Layout (per group of 16 rows, per block; 864 bytes = 16 x 54):
+ *   [0..831]    13 chunks j of 64 bytes: lane k holds bytes 4j..4j+3 of
+ *               row k's qs (j < 12) or its qh (j = 12)
+ *   [832..863]  d of rows 0..15 (fp16)
+ * Trits without extracting them: with v_0 = q and v_{l+1} = 3 v_l mod 256
+ * (byte adds), trit l is t_l = (3 v_l - v_{l+1}) / 256 exactly, so
+ *   sum_l t_l . y_l = (3 sum_l v_l . y_l - sum_l v_{l+1} . y_l) / 256,
+ * two vpdpbusd on bytes that need no decoding. */
+typedef struct {
+    uint8_t q[13][64];
+    tb_fp16_t d[TB_RP_ROWS];
+} tq1_0_grp;
+static_assert(sizeof(tq1_0_grp) == TB_RP_ROWS * sizeof(block_tq1_0), "tq1_0_grp size");
+#define TB_RP_NT1 4   /* tokens per TQ1_0 gemm pass (two accumulators each) */
+
+static void repack_tq1_0(const void *W, size_t ws, int64_t rows, int64_t n, void *out) {
+    const int64_t nb = n / QK_K, ng = (rows + TB_RP_ROWS - 1) / TB_RP_ROWS;
+    tq1_0_grp *G = out;   // (ng, nb)
+    for (int64_t g = 0; g < ng; g++)
+        for (int64_t i = 0; i < nb; i++) {
+            tq1_0_grp *o = &G[g * nb + i];
+            memset(o, 0, sizeof *o);
+            for (int k = 0; k < TB_RP_ROWS && g * TB_RP_ROWS + k < rows; k++) {
+                const block_tq1_0 *x = (const block_tq1_0 *)((const uint8_t *)W + (size_t)(g * TB_RP_ROWS + k) * ws) + i;
+                for (int j = 0; j < 12; j++) memcpy(&o->q[j][4 * k], &x->qs[4 * j], 4);
+                memcpy(&o->q[12][4 * k], x->qh, 4);
+                o->d[k] = x->d;
+            }
+        }
+}
+
+/* Activation byte offset of (chunk j, trit l); trits per chunk. */
+TB_INLINE int tq1_off(int j, int l) {
+    return j < 8 ? 32 * l + 4 * j : j < 12 ? 160 + 16 * l + 4 * (j - 8) : 240 + 4 * l;
+}
+
+/* One chunk j (nl trits per byte) of one block into accumulators [h]. */
+TB_INLINE void tq1_chunk(int nt, const uint8_t *q, int j, int nl, int h, int64_t i, const block_q8_K *const *a,
+                         __m512i (*pa)[2], __m512i (*pb)[2]) {
+    __m512i v = _mm512_loadu_si512(q);
+    _Pragma("GCC unroll 5")
+    for (int l = 0; l < nl; l++) {
+        const __m512i v3 = _mm512_add_epi8(_mm512_add_epi8(v, v), v);   /* v_{l+1} */
+        TB_UNROLL
+        for (int t = 0; t < nt; t++) {
+            int32_t yw;
+            memcpy(&yw, a[t][i].qs + tq1_off(j, l), 4);
+            const __m512i yb = _mm512_set1_epi32(yw);
+            pa[t][h] = _mm512_dpbusd_epi32(pa[t][h], v, yb);
+            pb[t][h] = _mm512_dpbusd_epi32(pb[t][h], v3, yb);
+        }
+        v = v3;
+    }
+}
+
+/* As dot_tq2_0_grp for TQ1_0: out[t] = 16 row results of token t. With one
+ * token, even and odd chunks use separate accumulators (shorter chains). */
+TB_INLINE void dot_tq1_0_grp(int nt, const tq1_0_grp *G, int64_t nb, const block_q8_K *const *a,
+                             const int32_t (*nsum)[TB_RP_MAXNB], __m512 *out) {
+    __m512 acc[TB_RP_NT1];
+    TB_UNROLL
+    for (int t = 0; t < TB_RP_NT1; t++) acc[t] = _mm512_setzero_ps();
+    for (int64_t i = 0; i < nb; i++) {
+        const tq1_0_grp *x = &G[i];
+        __m512i pa[TB_RP_NT1][2], pb[TB_RP_NT1][2];   /* (16) i32: sum v_l.y_l, sum v_{l+1}.y_l */
+        TB_UNROLL
+        for (int t = 0; t < TB_RP_NT1; t++)
+            pa[t][0] = pa[t][1] = pb[t][0] = pb[t][1] = _mm512_setzero_si512();
+        _Pragma("GCC unroll 6")
+        for (int j2 = 0; j2 < 12; j2 += 2) {
+            tq1_chunk(nt, x->q[j2], j2, 5, 0, i, a, pa, pb);
+            tq1_chunk(nt, x->q[j2 + 1], j2 + 1, 5, nt == 1, i, a, pa, pb);
+        }
+        tq1_chunk(nt, x->q[12], 12, 4, 0, i, a, pa, pb);
+        const __m512 dx = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)x->d));   /* (16) */
+        TB_UNROLL
+        for (int t = 0; t < nt; t++) {
+            __m512i A = _mm512_add_epi32(pa[t][0], pa[t][1]), B = _mm512_add_epi32(pb[t][0], pb[t][1]);
+            __m512i p = _mm512_srai_epi32(_mm512_sub_epi32(_mm512_add_epi32(_mm512_add_epi32(A, A), A), B), 8);
+            p = _mm512_add_epi32(p, _mm512_set1_epi32(nsum[t][i]));
+            acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p), _mm512_mul_ps(dx, _mm512_set1_ps(a[t][i].d)), acc[t]);
+        }
+    }
+    TB_UNROLL
+    for (int t = 0; t < nt; t++) out[t] = acc[t];
+}
+
+static bool matvec_tq1_0_rp(const void *W, size_t ws, const void *a, float *y, int64_t r0, int64_t r1,
+                            int64_t n) {
+    const int64_t nb = n / QK_K;
+    if (nb > TB_RP_MAXNB || r0 >= r1) return r0 >= r1;
+    const tq1_0_grp *G = tb_repack_lookup(W, ws, TB_ISA_AVX512, TB_TYPE_TQ1_0);
+    if (!G) return false;
+    int32_t nsum[1][TB_RP_MAXNB];
+    const block_q8_K *aa[1] = {a};
+    for (int64_t i = 0; i < nb; i++) nsum[0][i] = neg_sum_q8_K(&aa[0][i]);
+    for (int64_t g = r0 / TB_RP_ROWS; g * TB_RP_ROWS < r1; g++) {
+        __m512 o[TB_RP_NT1];
+        dot_tq1_0_grp(1, G + g * nb, nb, aa, nsum, o);
+        _mm512_mask_storeu_ps(y + g * TB_RP_ROWS, grp_mask(g, r0, r1), o[0]);
+    }
+    return true;
+}
+
+static bool gemm_tq1_0_rp(const void *W, size_t ws, const void *A, size_t as, int64_t nt, float *Y,
+                          int64_t ldy, int64_t r0, int64_t r1, int64_t n) {
+    const int64_t nb = n / QK_K;
+    if (nb > TB_RP_MAXNB || r0 >= r1) return r0 >= r1;
+    const tq1_0_grp *G = tb_repack_lookup(W, ws, TB_ISA_AVX512, TB_TYPE_TQ1_0);
+    if (!G) return false;
+    int32_t nsum[TB_RP_NT1][TB_RP_MAXNB];
+    for (int64_t t0 = 0; t0 < nt; t0 += TB_RP_NT1) {
+        const int ntk = (int)TB_MIN(TB_RP_NT1, nt - t0);
+        const block_q8_K *aa[TB_RP_NT1];
+        for (int t = 0; t < ntk; t++) {
+            aa[t] = (const block_q8_K *)((const uint8_t *)A + (size_t)(t0 + t) * as);
+            for (int64_t i = 0; i < nb; i++) nsum[t][i] = neg_sum_q8_K(&aa[t][i]);
+        }
+        for (int64_t g = r0 / TB_RP_ROWS; g * TB_RP_ROWS < r1; g++) {
+            __m512 o[TB_RP_NT1];
+            if (ntk == TB_RP_NT1) dot_tq1_0_grp(TB_RP_NT1, G + g * nb, nb, aa, nsum, o);
+            else if (ntk == 1) dot_tq1_0_grp(1, G + g * nb, nb, aa, nsum, o);
+            else dot_tq1_0_grp(ntk, G + g * nb, nb, aa, nsum, o);
             const __mmask16 m = grp_mask(g, r0, r1);
             for (int t = 0; t < ntk; t++) _mm512_mask_storeu_ps(Y + (t0 + t) * ldy + g * TB_RP_ROWS, m, o[t]);
         }

@@ -5,8 +5,9 @@
  *   registration  copies exactly the tier's padded size; lookup finds each
  *                 matrix of a stack and nothing else (rows inside a matrix,
  *                 other types, other tiers, released owners);
- *   matvec        on a registered matrix (the repacked path) within the
- *                 format's error budget of the _ref, rows outside [r0, r1)
+ *   matvec        on a registered matrix within the format's error budget
+ *                 of the _ref with the file bytes overwritten afterwards
+ *                 (so the copy is what is read), rows outside [r0, r1)
  *                 untouched (NaN), for row counts that are not multiples of
  *                 the group and ranges that cut groups;
  *   gemm          every (token, row) bit-identical to the repacked matvec
@@ -120,6 +121,8 @@ static void check_type(tb_type_t wt) {
                     ref->t[wt].vec_dot(n, &want[t * rows + r], Wm + ws * (size_t)r, A + as * (size_t)t);
                     tol[t * rows + r] = budget(wt, Wm + ws * (size_t)r, A + as * (size_t)t, n);
                 }
+            /* from here on only the repacked copy may be read */
+            memset(W + (size_t)m * ws * (size_t)rows, 0xA5, ws * (size_t)rows);
             const int64_t r0 = irand(0, (int)rows / 3), r1 = rows - irand(0, (int)rows / 3);
             float *y = xalloc(sizeof(float) * (size_t)(nt_max * rows));   // (nt_max, rows)
             for (int64_t t = 0; t < nt_max; t++) {
