@@ -3,7 +3,7 @@
  *
  *   model synth --preset P --out F.gguf [--type T] [--seed S] [--vocab-from V.gguf] [--quiet]
  *   model info F.gguf [--ctx N] [--kv-type f16|f32]
- *   model quantize IN.gguf OUT.gguf --type T
+ *   model quantize IN.gguf OUT.gguf --type T [--embd-type T] [--output-type T]
  *
  * Exit status: 0 ok, 1 the engine failed (its message is printed as
  * "ternbench model <sub>: <message>"), 2 usage error.
@@ -22,7 +22,7 @@
 static const char model_usage[] =
     "usage: ternbench model synth --preset P --out F.gguf [--type T] [--seed S] [--vocab-from V.gguf] [--quiet]\n"
     "       ternbench model info F.gguf [--ctx N] [--kv-type f16|f32]\n"
-    "       ternbench model quantize IN.gguf OUT.gguf --type T\n";
+    "       ternbench model quantize IN.gguf OUT.gguf --type T [--embd-type T] [--output-type T]\n";
 
 static int usage_error(const char *sub, const char *fmt, const char *arg) {
     fprintf(stderr, "ternbench model %s: ", sub);
@@ -234,8 +234,10 @@ static void report_keep(void *ud, const char *name, tb_type_t kept) {
 }
 
 static int model_quantize(int argc, char **argv) {
-    static const struct option opts[] = {{"type", required_argument, 0, 'T'}, {0, 0, 0, 0}};
-    tb_type_t type = TB_TYPE_COUNT;
+    static const struct option opts[] = {{"type", required_argument, 0, 'T'},
+                                         {"embd-type", required_argument, 0, 'E'},
+                                         {"output-type", required_argument, 0, 'O'}, {0, 0, 0, 0}};
+    tb_type_t type = TB_TYPE_COUNT, embd_type = TB_TYPE_COUNT, output_type = TB_TYPE_COUNT;
     int c;
     optind = 1;
     opterr = 0;
@@ -245,6 +247,16 @@ static int model_quantize(int argc, char **argv) {
             if (tb_type_from_name(optarg, &type) != TB_OK || type == TB_TYPE_Q8_K)
                 return usage_error("quantize", "--type expects f32, f16, bf16, q8_0, q4_0, q4_k, q6_k, tq1_0 or tq2_0, got '%s'", optarg);
             break;
+        case 'E':
+        case 'O': {
+            tb_type_t *dst = c == 'E' ? &embd_type : &output_type;
+            if (tb_type_from_name(optarg, dst) != TB_OK || *dst == TB_TYPE_Q8_K)
+                return usage_error("quantize", c == 'E'
+                                   ? "--embd-type expects f32, f16, bf16, q8_0, q4_0, q4_k, q6_k, tq1_0 or tq2_0, got '%s'"
+                                   : "--output-type expects f32, f16, bf16, q8_0, q4_0, q4_k, q6_k, tq1_0 or tq2_0, got '%s'",
+                                   optarg);
+            break;
+        }
         case ':': return usage_error("quantize", "option %s needs a value", argv[optind - 1]);
         default: return usage_error("quantize", "unknown option '%s'", argv[optind - 1]);
         }
@@ -252,7 +264,8 @@ static int model_quantize(int argc, char **argv) {
     if (optind != argc - 2) return usage_error("quantize", "%s", "expected IN.gguf and OUT.gguf");
     if (type == TB_TYPE_COUNT) return usage_error("quantize", "%s", "--type is required");
     uint64_t t0 = tb_now_ns();
-    if (tb_quantize_model(argv[optind], argv[optind + 1], type, report_keep, &type) != TB_OK)
+    if (tb_quantize_model_types(argv[optind], argv[optind + 1], type, embd_type, output_type, report_keep,
+                                &type) != TB_OK)
         return engine_error("quantize");
     printf("wrote %s (%s) in %.1f s\n", argv[optind + 1], tb_type_name(type),
            (double)(tb_now_ns() - t0) / 1e9);

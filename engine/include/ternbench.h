@@ -442,6 +442,13 @@ int tb_synth_model(const tb_synth_params_t *p, const char *out_path);
 int tb_quantize_model(const char *in_path, const char *out_path, tb_type_t type,
                       void (*on_keep)(void *ud, const char *name, tb_type_t kept),
                       void *ud);
+/* As tb_quantize_model, and token_embd / output become embd_type /
+ * output_type (TB_TYPE_COUNT: keep their type), e.g. llama.cpp's Q4_K
+ * embeddings and Q6_K output head. */
+int tb_quantize_model_types(const char *in_path, const char *out_path, tb_type_t type,
+                            tb_type_t embd_type, tb_type_t output_type,
+                            void (*on_keep)(void *ud, const char *name, tb_type_t kept),
+                            void *ud);
 
 #ifdef __cplusplus
 }

@@ -4,7 +4,8 @@
  *
  * Policy (llama.cpp-like):
  *   - 1-D tensors (norms), the MoE router (ffn_gate_inp), token_embd and
- *     output keep their type;
+ *     output keep their type (token_embd / output: unless an embedding /
+ *     output type is given, as llama.cpp's Q6_K head and Q4_K embeddings);
  *   - every other 2-D+ tensor becomes `type`; when its rows (ne[0]) are not
  *     a multiple of the type's block it takes a wider type instead — q8_0
  *     when the rows fit blocks of 32, else f16 — and on_keep() is told;
@@ -31,10 +32,13 @@ static bool name_is(const char *name, const char *base) {
 
 /* Output type of tensor t for requested `type`; *kept set when the block
  * size forced a wider type. */
-static tb_type_t target_type(const tb_gguf_tensor_t *t, tb_type_t type, bool *kept) {
+static tb_type_t target_type(const tb_gguf_tensor_t *t, tb_type_t type, tb_type_t embd_type,
+                             tb_type_t output_type, bool *kept) {
     *kept = false;
-    if (t->n_dims < 2 || name_is(t->name, "token_embd") || name_is(t->name, "output") ||
-        strstr(t->name, "ffn_gate_inp"))
+    if (t->n_dims >= 2 && name_is(t->name, "token_embd") && embd_type != TB_TYPE_COUNT) type = embd_type;
+    else if (t->n_dims >= 2 && name_is(t->name, "output") && output_type != TB_TYPE_COUNT) type = output_type;
+    else if (t->n_dims < 2 || name_is(t->name, "token_embd") || name_is(t->name, "output") ||
+             strstr(t->name, "ffn_gate_inp"))
         return t->type;
     if (t->ne[0] % tb_type_block_elems(type) == 0) return type;
     *kept = true;
@@ -99,7 +103,8 @@ static int convert_tensor(tb_pool_t *pool, conv_job_t *j, tb_gguf_writer_t *w,
 /* Entry point                                                            */
 /* ===================================================================== */
 
-static int declare(const tb_gguf_t *g, tb_gguf_writer_t *w, tb_type_t type, tb_type_t *out_types,
+static int declare(const tb_gguf_t *g, tb_gguf_writer_t *w, tb_type_t type, tb_type_t embd_type,
+                   tb_type_t output_type, tb_type_t *out_types,
                    void (*on_keep)(void *, const char *, tb_type_t), void *ud) {
     int rc;
     for (int64_t i = 0; i < tb_gguf_n_kv(g); i++) {
@@ -111,7 +116,7 @@ static int declare(const tb_gguf_t *g, tb_gguf_writer_t *w, tb_type_t type, tb_t
         tb_gguf_tensor_t t;
         if ((rc = tb_gguf_tensor(g, i, &t)) != TB_OK) return rc;
         bool kept;
-        out_types[i] = target_type(&t, type, &kept);
+        out_types[i] = target_type(&t, type, embd_type, output_type, &kept);
         if (kept && on_keep) on_keep(ud, t.name, out_types[i]);
         if (out_types[i] != t.type && !tb_type_traits(t.type))
             return tb_err(TB_ERR_UNSUPPORTED, "tensor %s has type %d, which cannot be dequantized",
@@ -123,9 +128,18 @@ static int declare(const tb_gguf_t *g, tb_gguf_writer_t *w, tb_type_t type, tb_t
 
 int tb_quantize_model(const char *in_path, const char *out_path, tb_type_t type,
                       void (*on_keep)(void *ud, const char *name, tb_type_t kept), void *ud) {
+    return tb_quantize_model_types(in_path, out_path, type, TB_TYPE_COUNT, TB_TYPE_COUNT, on_keep, ud);
+}
+
+int tb_quantize_model_types(const char *in_path, const char *out_path, tb_type_t type,
+                            tb_type_t embd_type, tb_type_t output_type,
+                            void (*on_keep)(void *ud, const char *name, tb_type_t kept), void *ud) {
     if (!in_path || !out_path) return tb_err(TB_ERR_ARG, "quantize: NULL path");
-    if (!tb_type_supported((uint32_t)type) || type == TB_TYPE_Q8_K)
-        return tb_err(TB_ERR_ARG, "quantize: type %d cannot hold weights", (int)type);
+    const tb_type_t req[3] = {type, embd_type, output_type};
+    for (int i = 0; i < 3; i++)
+        if ((i == 0 || req[i] != TB_TYPE_COUNT) && (!tb_type_supported((uint32_t)req[i]) || req[i] == TB_TYPE_Q8_K))
+            return tb_err(TB_ERR_ARG, "quantize: %s type %d cannot hold weights",
+                          i == 0 ? "projection" : i == 1 ? "embedding" : "output", (int)req[i]);
     tb_gguf_t *g = NULL;
     tb_gguf_writer_t *w = NULL;
     tb_pool_t *pool = NULL;
@@ -153,7 +167,7 @@ int tb_quantize_model(const char *in_path, const char *out_path, tb_type_t type,
     if (!ok) { rc = tb_err(TB_ERR_NOMEM, "quantize: out of memory"); goto done; }
     if ((rc = tb_pool_new((int)TB_MAX(1, TB_MIN(ncpu, MAX_THREADS)), &pool)) != TB_OK) goto done;
     if ((rc = tb_gguf_writer_new(&w)) != TB_OK) goto done;
-    if ((rc = declare(g, w, type, types, on_keep, ud)) != TB_OK) goto done;
+    if ((rc = declare(g, w, type, embd_type, output_type, types, on_keep, ud)) != TB_OK) goto done;
     if ((rc = tb_gguf_writer_begin(w, out_path)) != TB_OK) goto done;
     for (int64_t i = 0; i < nt && rc == TB_OK; i++) {
         tb_gguf_tensor_t t;
