@@ -72,8 +72,8 @@ static void store(const att_ctx *c, int32_t t, int g) {
     if (s->p.kv_type == TB_TYPE_F16) {
         tb_fp16_t *kd = (tb_fp16_t *)c->kv->k + slot * (size_t)nkv + (size_t)g * hd;
         tb_fp16_t *vd = (tb_fp16_t *)c->kv->v + (size_t)g * hd * cap + slot;   /* stride cap */
-        for (int i = 0; i < hd; i++) kd[i] = tb_fp32_to_fp16(k[i]);
-        for (int i = 0; i < hd; i++) vd[(size_t)i * cap] = tb_fp32_to_fp16(v[i]);
+        for (int i = 0; i < hd; i++) kd[i] = tb_op_f16(k[i]);
+        for (int i = 0; i < hd; i++) vd[(size_t)i * cap] = tb_op_f16(v[i]);
     } else {
         float *kd = (float *)c->kv->k + slot * (size_t)nkv + (size_t)g * hd;
         float *vd = (float *)c->kv->v + (size_t)g * hd * cap + slot;

@@ -121,6 +121,23 @@ static inline float tb_op_exp(float x) {
     v = tb_op_sel(x < -87.33f, 0.0f, v);
     return tb_op_sel(x != x, x, v);
 }
+/* f32 -> f16 bits, round to nearest even, bit-identical to
+ * tb_fp32_to_fp16 (NaN quieted with its top payload bits, overflow to
+ * inf, subnormals rounded by the FPU's own RNE) but branch-free so that
+ * row loops vectorise. */
+static inline uint16_t tb_op_f16(float f) {
+    union { float f; uint32_t u; } in = {.f = f}, sub;
+    const uint32_t u = in.u & 0x7fffffffu, sign = (in.u >> 16) & 0x8000u;
+    const uint32_t nrm = ((u + 0xfffu + ((u >> 13) & 1u)) - (112u << 23)) >> 13;
+    sub.f = __builtin_fabsf(f) * 0x1p24f + 8388608.0f;   /* RNE of |f| * 2^24 */
+    const uint32_t sbn = sub.u - 0x4b000000u;
+    const uint32_t nan = 0x7e00u | ((u >> 13) & 0x3ffu);
+    uint32_t h = u < 0x38800000u ? sbn : nrm;
+    h = u >= 0x477ff000u ? 0x7c00u : h;
+    h = u > 0x7f800000u ? nan : h;
+    return (uint16_t)(sign | h);
+}
+
 static inline float tb_op_silu(float x) { return x / (1.0f + tb_op_exp(-x)); }
 
 /* ---- linear.c ---------------------------------------------------------- */

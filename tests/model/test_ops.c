@@ -3,6 +3,8 @@
  * precision, and the pass prologue's independence from the thread split:
  *  - tb_op_exp: relative error over the finite range, limits, NaN;
  *  - tb_op_silu, tb_op_softmax (with scale), tb_op_rms_inv;
+ *  - tb_op_f16 bit-identical to tb_fp32_to_fp16 (rounding ties, subnormals,
+ *    overflow, NaN);
  *  - tb_lin_prologue (NORM, SWIGLU with and without clamp): the same bits
  *    for 1, 2 and 3 shares, and its block-wise quantization equal to
  *    quantizing whole rows.
@@ -97,6 +99,32 @@ static void test_rms_inv(void **st) {
     }
 }
 
+static void check_f16(uint32_t u) {
+    float f;
+    memcpy(&f, &u, 4);
+    if (tb_op_f16(f) != tb_fp32_to_fp16(f))
+        fail_msg("f32 bits %08x: tb_op_f16 %04x, tb_fp32_to_fp16 %04x", u, tb_op_f16(f), tb_fp32_to_fp16(f));
+}
+
+static void test_f16(void **st) {
+    (void)st;
+    for (uint64_t u = 0; u <= 0xffffffffull; u += 4093) check_f16((uint32_t)u);
+    /* every exponent around the half range with mantissas at and near the ties */
+    for (uint32_t e = 95; e <= 145; e++)
+        for (uint32_t m = 0; m < (1u << 23); m += (1u << 23) / 64) {
+            for (int d = -2; d <= 2; d++)
+                for (uint32_t sgn = 0; sgn < 2; sgn++) {
+                    uint32_t man = (m + 0x1000u + (uint32_t)d) & 0x7fffffu;
+                    check_f16(sgn << 31 | e << 23 | man);
+                    check_f16(sgn << 31 | e << 23 | ((m + (uint32_t)d) & 0x7fffffu));
+                }
+        }
+    const uint32_t edge[] = {0x0, 0x80000000u, 0x33000000u, 0x33000001u, 0x387fffffu, 0x38800000u,
+                             0x477fefffu, 0x477ff000u, 0x7f800000u, 0xff800000u, 0x7fc00000u,
+                             0x7f800001u, 0xffffffffu, 0x00000001u};
+    for (size_t i = 0; i < sizeof edge / sizeof *edge; i++) check_f16(edge[i]);
+}
+
 /* ===================================================================== */
 /* Prologue                                                               */
 /* ===================================================================== */
@@ -172,6 +200,7 @@ int main(void) {
         cmocka_unit_test(test_silu),
         cmocka_unit_test(test_softmax),
         cmocka_unit_test(test_rms_inv),
+        cmocka_unit_test(test_f16),
         cmocka_unit_test(test_prologue_norm),
         cmocka_unit_test(test_prologue_swiglu),
     };
