@@ -4,9 +4,13 @@
  *
  *   hparams.c    architecture keys  -> tb_model_info_t + per-layer flags
  *   model.c      load, validate tensors, info, bytes per token
- *   ops.c        rmsnorm, rope tables, softmax, silu (scalar, per row)
- *   linear.c     matvec/gemm through the kernel table, split over the pool
- *   attention.c  KV cache rows, q/k norm + rope, attention over a window
+ *   ops.c        rmsnorm, rope tables, softmax, exp/silu, f16 rounding
+ *                (plain C that vectorises, per row)
+ *   linear.c     fused passes: parallel prologue (norm / SwiGLU /
+ *                quantization), barrier, matvec/gemm rows through the
+ *                kernel table split over the pool, residual-add epilogue
+ *   attention.c  KV cache (K rows, V transposed), q/k norm + rope,
+ *                attention of each kv-head group through kernel gemms
  *   moe.c        router (softmax top-k) and the expert MLPs
  *   forward.c    one chunk of tokens through all layers
  *   session.c    tb_session_*: KV cache, scratch, logits

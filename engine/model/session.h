@@ -40,12 +40,14 @@ struct tb_session {
     float *q;                        /* (nb, n_head * head_dim)           */
     float *k, *v;                    /* (nb, n_head_kv * head_dim)        */
     float *att;                      /* (nb, n_head * head_dim)           */
-    void *act, *act2;                /* (nb, max activation row bytes)    */
+    void *act;                       /* (nb, max activation row bytes)    */
+    void *act2;                      /* (nb, router act bytes) only for a
+                                        quantized router, else NULL        */
     float *ff_g, *ff_u;              /* (nb, n_ff) dense gate/up          */
     float *rope_cs, *rope_sn;        /* (2, nb, rope_dims/2): [0] base, [1] base_swa */
     float *scores;                   /* (n_threads, sc_per_thread): per thread
                                         (group, sc_ld) scores + (group, head_dim) */
-    size_t act_bytes;                /* row stride of act/act2            */
+    size_t act_bytes;                /* max row bytes of act              */
 
     /* ---- MoE scratch (nr = nb * n_expert_used routed rows) ---- */
     float *router;                   /* (nb, n_expert) logits -> probs    */
