@@ -56,6 +56,15 @@ static void gemm_tq1_0_vnni_rp(const void *W, size_t ws, const void *A, size_t a
     if (!gemm_tq1_0_rp(W, ws, A, as, nt, Y, ldy, r0, r1, n)) gemm_tq1_0_vnni(W, ws, A, as, nt, Y, ldy, r0, r1, n);
 }
 TB_X86_KERNELS(q4_K_vnni, DOT_Q4_K_VNNI)
+/* Q4_K (VNNI): the repacked copy when the loader registered one (x86_kquant.h). */
+static void matvec_q4_K_vnni_rp(const void *W, size_t ws, const void *a, float *y, int64_t r0,
+                                int64_t r1, int64_t n) {
+    if (r0 < r1 && !matvec_q4_K_rp(W, ws, a, y, r0, r1, n)) matvec_q4_K_vnni(W, ws, a, y, r0, r1, n);
+}
+static void gemm_q4_K_vnni_rp(const void *W, size_t ws, const void *A, size_t as, int64_t nt, float *Y,
+                              int64_t ldy, int64_t r0, int64_t r1, int64_t n) {
+    if (r0 < r1 && !gemm_q4_K_rp(W, ws, A, as, nt, Y, ldy, r0, r1, n)) gemm_q4_K_vnni(W, ws, A, as, nt, Y, ldy, r0, r1, n);
+}
 TB_X86_KERNELS(q6_K_vnni, DOT_Q6_K_VNNI)
 
 /* Sum of 64-bit words, 128 bytes per step in two chains. */
@@ -89,6 +98,10 @@ void tb_kernels_fill_avx512(tb_kernels_t *k) {
         k->t[TB_TYPE_TQ1_0].repack = repack_tq1_0;
         k->t[TB_TYPE_TQ1_0].repack_rows = TB_RP_ROWS;
         TB_X86_SET(k, TB_TYPE_Q4_K, q4_K_vnni, NULL);
+        k->t[TB_TYPE_Q4_K].matvec = matvec_q4_K_vnni_rp;
+        k->t[TB_TYPE_Q4_K].gemm = gemm_q4_K_vnni_rp;
+        k->t[TB_TYPE_Q4_K].repack = repack_q4_K;
+        k->t[TB_TYPE_Q4_K].repack_rows = 1;
         TB_X86_SET(k, TB_TYPE_Q6_K, q6_K_vnni, NULL);
     } else {
         k->features = "avx512f,avx512bw,avx512vl,avx512dq";

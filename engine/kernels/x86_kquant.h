@@ -201,6 +201,142 @@ TB_INLINE void dot_q4_K(int nt, int64_t n, float *s, const void *w, const void *
     for (int t = 0; t < nt; t++) s[t] = _mm512_reduce_add_ps(acc[t]) - hsum_ps256(accm[t]);
 }
 
+/* ---------------------------------------------------------------------- */
+/* Q4_K repacked for AVX-512 VNNI                                           */
+/* ---------------------------------------------------------------------- */
+
+/* Rows keep their size (144-byte blocks, header unchanged); only the 128
+ * code bytes are reordered so that one 64-byte load serves 128 elements
+ * and every i16 pair sum of maddubs alternates between two sub-blocks:
+ * code byte 64c + 4i + e (c < 2, i < 16, e < 4) holds
+ *   low nibble:  sub-block 4c + (e >> 1),     element 2i + (e & 1)
+ *   high nibble: sub-block 4c + 2 + (e >> 1), element 2i + (e & 1)
+ * The activation is permuted to match once per call (act_q4_K_rp), and
+ * each sub-block scale pair (sc_2v, sc_2v+1) is one broadcast dword: no
+ * per-block scale shuffles and no per-group shifts (5 instead of 9 heavy
+ * zmm operations per 64 codes). */
+#define TB_Q4K_RP_MAXNB 64   /* rows of more than 16384 columns use the file layout */
+
+static void repack_q4_K(const void *W, size_t ws, int64_t rows, int64_t n, void *out) {
+    for (int64_t r = 0; r < rows; r++)
+        for (int64_t i = 0; i < n / QK_K; i++) {
+            const block_q4_K *x = (const block_q4_K *)((const uint8_t *)W + (size_t)r * ws) + i;
+            block_q4_K *o = (block_q4_K *)((uint8_t *)out + (size_t)r * ws) + i;
+            memcpy(o, x, offsetof(block_q4_K, qs));
+            for (int b = 0; b < QK_K / 2; b++) {
+                const int c = b / 64, i4 = (b % 64) / 4, e = b % 4, l = 2 * i4 + (e & 1);
+                const int slo = 4 * c + (e >> 1), shi = slo + 2;   /* sub-blocks */
+                const uint8_t lo = (x->qs[32 * (slo >> 1) + l] >> (4 * (slo & 1))) & 15;
+                const uint8_t hi = (x->qs[32 * (shi >> 1) + l] >> (4 * (shi & 1))) & 15;
+                o->qs[b] = (uint8_t)(lo | hi << 4);
+            }
+        }
+}
+
+/* The qs of nb Q8_K blocks in the repacked order: per block, vector v < 4
+ * (64 bytes) interleaves the i16 words of sub-blocks 2v and 2v + 1. */
+TB_INLINE void act_q4_K_rp(const block_q8_K *a, int64_t nb, int8_t *out) {
+    for (int64_t i = 0; i < nb; i++) {
+        const int16_t *y = (const int16_t *)a[i].qs;   /* unaligned reads via memcpy below */
+        int16_t o[QK_K / 2];
+        for (int v = 0; v < 4; v++)
+            for (int k = 0; k < 16; k++) {
+                int16_t w0, w1;
+                memcpy(&w0, y + 32 * v + k, 2);
+                memcpy(&w1, y + 32 * v + 16 + k, 2);
+                o[32 * v + 2 * k] = w0;
+                o[32 * v + 2 * k + 1] = w1;
+            }
+        memcpy(out + QK_K * i, o, sizeof o);
+    }
+}
+
+/* s[t] = repacked W row x (nb blocks) · a[t], with ya[t] = a[t]'s
+ * permuted codes (act_q4_K_rp). Requires VNNI (dpwssd). */
+TB_INLINE void dot_q4_K_rp(int nt, int64_t nb, float *s, const block_q4_K *x, const block_q8_K *const *a,
+                           const int8_t *const *ya) {
+    const __m512i m4 = _mm512_set1_epi8(0x0F);
+    __m512 acc[TB_NT];
+    __m256 accm[TB_NT];
+    for (int t = 0; t < nt; t++) { acc[t] = _mm512_setzero_ps(); accm[t] = _mm256_setzero_ps(); }
+    for (int64_t i = 0; i < nb; i++) {
+        __m128 dd;   /* (d, dmin, -, -) */
+        const __m128i sm = q4_K_scales128(&x[i], &dd);
+        int32_t pair[4];   /* (sc_2v, sc_2v+1) as two i16 */
+        _mm_storeu_si128((__m128i *)pair, _mm_cvtepu8_epi16(sm));
+        __asm__("" : "+m"(pair));   /* broadcast each pair from memory: the load unit does it */
+        const __m256i mins = _mm256_cvtepu8_epi16(_mm_unpackhi_epi8(sm, sm));   // (16) m_{g/2}
+        const __m512i q0 = _mm512_loadu_si512(x[i].qs), q1 = _mm512_loadu_si512(x[i].qs + 64);
+        const __m512i c[4] = {_mm512_and_si512(q0, m4), _mm512_and_si512(_mm512_srli_epi16(q0, 4), m4),
+                              _mm512_and_si512(q1, m4), _mm512_and_si512(_mm512_srli_epi16(q1, 4), m4)};
+        TB_UNROLL
+        for (int t = 0; t < nt; t++) {
+            const int8_t *yq = ya[t] + QK_K * i;
+            __m512i p = _mm512_setzero_si512();   // (16) i32
+#if defined(__AVX512VNNI__)
+            TB_UNROLL
+            for (int v = 0; v < 4; v++)
+                p = _mm512_dpwssd_epi32(p, _mm512_maddubs_epi16(c[v], _mm512_loadu_si512(yq + 64 * v)),
+                                        _mm512_set1_epi32(pair[v]));
+#endif
+            const block_q8_K *y = a[t] + i;
+            __m256i pm = _mm256_madd_epi16(loadu256(y->bsums), mins);   // (8) i32
+            const __m128 f = _mm_mul_ps(dd, _mm_set1_ps(y->d));
+            acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p), _mm512_broadcastss_ps(f), acc[t]);
+            accm[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(pm), _mm256_broadcastss_ps(_mm_movehdup_ps(f)), accm[t]);
+        }
+    }
+    for (int t = 0; t < nt; t++) s[t] = _mm512_reduce_add_ps(acc[t]) - hsum_ps256(accm[t]);
+}
+
+/* matvec / gemm on the repacked copy of W; false when there is none (or
+ * the rows are too long), and the caller runs the file-layout kernel. */
+static bool matvec_q4_K_rp(const void *W, size_t ws, const void *a, float *y, int64_t r0, int64_t r1,
+                           int64_t n) {
+    const int64_t nb = n / QK_K;
+    if (nb > TB_Q4K_RP_MAXNB) return false;
+    const uint8_t *R = tb_repack_lookup(W, ws, TB_ISA_AVX512, TB_TYPE_Q4_K);
+    if (!R) return false;
+    int8_t yp[TB_Q4K_RP_MAXNB * QK_K] __attribute__((aligned(64)));   // (nb, 256) permuted codes, 16 KiB
+    act_q4_K_rp(a, nb, yp);
+    const block_q8_K *aa[1] = {a};
+    const int8_t *ya[1] = {yp};
+    for (int64_t r = r0; r < r1; r++) dot_q4_K_rp(1, nb, &y[r], (const block_q4_K *)(R + (size_t)r * ws), aa, ya);
+    return true;
+}
+
+/* The tokens' permuted codes are made once per call (heap; false when the
+ * allocation fails), then each row is read once for all tokens. */
+static bool gemm_q4_K_rp(const void *W, size_t ws, const void *A, size_t as, int64_t nt, float *Y, int64_t ldy,
+                         int64_t r0, int64_t r1, int64_t n) {
+    const int64_t nb = n / QK_K;
+    if (nb > TB_Q4K_RP_MAXNB) return false;
+    const uint8_t *R = tb_repack_lookup(W, ws, TB_ISA_AVX512, TB_TYPE_Q4_K);
+    if (!R) return false;
+    int8_t *yp = tb_alloc_aligned((size_t)(nt * nb * QK_K));   // (nt, nb, 256) permuted codes
+    if (!yp) return false;
+    for (int64_t t = 0; t < nt; t++)
+        act_q4_K_rp((const block_q8_K *)((const uint8_t *)A + (size_t)t * as), nb, yp + t * nb * QK_K);
+    for (int64_t r = r0; r < r1; r++) {
+        const block_q4_K *x = (const block_q4_K *)(R + (size_t)r * ws);
+        for (int64_t t0 = 0; t0 < nt; t0 += TB_NT) {
+            const int ntk = (int)TB_MIN(TB_NT, nt - t0);
+            const block_q8_K *aa[TB_NT];
+            const int8_t *ya[TB_NT];
+            float o[TB_NT] = {0};
+            for (int k = 0; k < ntk; k++) {
+                aa[k] = (const block_q8_K *)((const uint8_t *)A + (size_t)(t0 + k) * as);
+                ya[k] = yp + (t0 + k) * nb * QK_K;
+            }
+            if (ntk == TB_NT) dot_q4_K_rp(TB_NT, nb, o, x, aa, ya);
+            else dot_q4_K_rp(ntk, nb, o, x, aa, ya);
+            for (int k = 0; k < ntk; k++) Y[(t0 + k) * ldy + r] = o[k];
+        }
+    }
+    tb_free_aligned(yp);
+    return true;
+}
+
 /* Q6_K: per 128-element half h, the 64 ql bytes and the 32 qh bytes (in
  * both 256-bit halves) give register 2h = elements 128h + 0..63 (low
  * nibbles; qh bits 0..1 | 2..3) and 2h+1 = 128h + 64..127 (high nibbles;
