@@ -90,7 +90,6 @@ typedef struct lin_pass {
     const tb_lin_pro_t *pro;
     const tb_lin_job_t *jobs;
     int n_jobs;
-    double total;            /* total work units */
     tb_lin_barrier_t bar;
 } lin_pass;
 
@@ -98,12 +97,15 @@ static double job_row_cost(const tb_lin_job_t *j) {
     return (double)j->n_tok * (double)j->w->row_bytes + 64.0;
 }
 
-/* Cut point k of nth: the (job, row) where thread k's range starts. */
-static void cut(const lin_pass *p, int k, int nth, int *job, int64_t *row) {
-    if (k == nth) { *job = p->n_jobs; *row = 0; return; }
-    double target = p->total * k / nth, start = 0.0;
-    for (int j = 0; j < p->n_jobs; j++) {
-        const tb_lin_job_t *J = &p->jobs[j];
+void tb_lin_cut(const tb_lin_job_t *jobs, int n_jobs, int k, int nth, int *job, int64_t *row) {
+    *job = n_jobs;
+    *row = 0;
+    if (k >= nth) return;
+    double total = 0.0;
+    for (int j = 0; j < n_jobs; j++) total += job_row_cost(&jobs[j]) * (double)jobs[j].w->n_out;
+    double target = total * k / nth, start = 0.0;
+    for (int j = 0; j < n_jobs; j++) {
+        const tb_lin_job_t *J = &jobs[j];
         double c = job_row_cost(J), len = c * (double)J->w->n_out;
         if (target < start + len) {
             int64_t r = (int64_t)((target - start) / c);
@@ -114,8 +116,6 @@ static void cut(const lin_pass *p, int k, int nth, int *job, int64_t *row) {
         }
         start += len;
     }
-    *job = p->n_jobs;
-    *row = 0;
 }
 
 void tb_lin_rows(const tb_lin_job_t *J, int64_t r0, int64_t r1) {
@@ -143,8 +143,8 @@ static void lin_worker(void *arg, int ith, int nth) {
     }
     int j0, j1;
     int64_t r0, r1;
-    cut(p, ith, nth, &j0, &r0);
-    cut(p, ith + 1, nth, &j1, &r1);
+    tb_lin_cut(p->jobs, p->n_jobs, ith, nth, &j0, &r0);
+    tb_lin_cut(p->jobs, p->n_jobs, ith + 1, nth, &j1, &r1);
     for (int j = j0; j <= j1 && j < p->n_jobs; j++) {
         int64_t a = j == j0 ? r0 : 0;
         int64_t b = j == j1 ? r1 : p->jobs[j].w->n_out;
@@ -154,9 +154,8 @@ static void lin_worker(void *arg, int ith, int nth) {
 
 void tb_lin_run(tb_pool_t *pool, const tb_lin_pro_t *pro, const tb_lin_job_t *jobs, int n_jobs) {
     lin_pass p = {.pro = pro && pro->kind != TB_PRO_NONE ? pro : NULL, .jobs = jobs,
-                  .n_jobs = n_jobs, .total = 0.0};
+                  .n_jobs = n_jobs};
     atomic_init(&p.bar.arrived, 0);
-    for (int j = 0; j < n_jobs; j++) p.total += job_row_cost(&jobs[j]) * (double)jobs[j].w->n_out;
     if (n_jobs == 0 && !p.pro) return;
     tb_pool_run(pool, lin_worker, &p);
 }

@@ -205,6 +205,12 @@ void tb_lin_barrier_wait(tb_lin_barrier_t *b, int nth);
  * else gemm), so the result does not depend on the thread count. */
 void tb_lin_run(tb_pool_t *pool, const tb_lin_pro_t *pro, const tb_lin_job_t *jobs, int n_jobs);
 
+/* Where thread k of nth starts in a pass over jobs: the (job, row) after
+ * cutting the concatenated rows into nth ranges of equal work (rows x
+ * tokens x row bytes, + 64 per row), rounded up to 16 rows; k == nth (or
+ * an empty tail): (n_jobs, 0). Thread k runs [cut(k), cut(k + 1)). */
+void tb_lin_cut(const tb_lin_job_t *jobs, int n_jobs, int k, int nth, int *job, int64_t *row);
+
 /* Rows [r0, r1) of one job on the calling thread (plus its acc epilogue). */
 void tb_lin_rows(const tb_lin_job_t *j, int64_t r0, int64_t r1);
 

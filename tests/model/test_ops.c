@@ -7,7 +7,11 @@
  *    overflow, NaN);
  *  - tb_lin_prologue (NORM, SWIGLU with and without clamp): the same bits
  *    for 1, 2 and 3 shares, and its block-wise quantization equal to
- *    quantizing whole rows.
+ *    quantizing whole rows;
+ *  - tb_lin_cut: every row of a pass on exactly one thread, 16-row aligned
+ *    cuts, per-thread work within 16 rows of an equal share (Q/K/V, the 16
+ *    expert gate/up matrices of a MoE decode step, prefill expert groups of
+ *    unequal token counts, random mixes).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -194,6 +198,73 @@ static void test_prologue_swiglu(void **st) {
     prologue_case(TB_PRO_SWIGLU, 7.0f, TB_TYPE_TQ1_0);
 }
 
+/* ===================================================================== */
+/* Row split                                                              */
+/* ===================================================================== */
+
+/* Check the cuts of jobs for nth threads; returns thread 0's row count in
+ * job order (for exact expectations). */
+static int64_t check_cut(const tb_lin_job_t *jobs, int n_jobs, int nth) {
+    double total = 0.0, maxc = 0.0;
+    for (int j = 0; j < n_jobs; j++) {
+        const double c = (double)jobs[j].n_tok * (double)jobs[j].w->row_bytes + 64.0;
+        total += c * (double)jobs[j].w->n_out;
+        maxc = c > maxc ? c : maxc;
+    }
+    int64_t covered = 0, rows0 = 0, all = 0;
+    for (int j = 0; j < n_jobs; j++) all += jobs[j].w->n_out;
+    for (int k = 0; k < nth; k++) {
+        int j0, j1;
+        int64_t r0, r1;
+        tb_lin_cut(jobs, n_jobs, k, nth, &j0, &r0);
+        tb_lin_cut(jobs, n_jobs, k + 1, nth, &j1, &r1);
+        assert_true(j0 < j1 || (j0 == j1 && r0 <= r1));
+        assert_true(r0 % 16 == 0);
+        double work = 0.0;
+        for (int j = j0; j <= j1 && j < n_jobs; j++) {
+            const int64_t a = j == j0 ? r0 : 0, b = j == j1 ? r1 : jobs[j].w->n_out;
+            assert_true(a <= b && b <= jobs[j].w->n_out);
+            covered += b - a;
+            work += ((double)jobs[j].n_tok * (double)jobs[j].w->row_bytes + 64.0) * (double)(b - a);
+            if (k == 0) rows0 += b - a;
+        }
+        assert_true(fabs(work - total / nth) <= 16.0 * maxc + 1e-6 * total);
+    }
+    assert_int_equal(covered, all);   /* with the monotonic cuts: each row once */
+    return rows0;
+}
+
+static void test_cut(void **st) {
+    (void)st;
+    /* Q, K, V of llama-1b (tq2_0 rows): 3072 rows, 1536 each */
+    tb_weight_t q = {.n_in = 2048, .n_out = 2048, .row_bytes = 528};
+    tb_weight_t kv = {.n_in = 2048, .n_out = 512, .row_bytes = 528};
+    tb_lin_job_t qkv[3] = {{.w = &q, .n_tok = 1}, {.w = &kv, .n_tok = 1}, {.w = &kv, .n_tok = 1}};
+    assert_int_equal(check_cut(qkv, 3, 2), 1536);
+    for (int nth = 1; nth <= 7; nth++) check_cut(qkv, 3, nth);
+    /* MoE decode: gate and up of 8 experts (512 rows each): 4 experts per thread */
+    tb_weight_t ex = {.n_in = 2048, .n_out = 512, .row_bytes = 528};
+    tb_lin_job_t moe[16];
+    for (int j = 0; j < 16; j++) moe[j] = (tb_lin_job_t){.w = &ex, .n_tok = 1};
+    assert_int_equal(check_cut(moe, 16, 2), 8 * 512);
+    for (int nth = 1; nth <= 7; nth++) check_cut(moe, 16, nth);
+    /* prefill groups: unequal token counts weigh rows unequally */
+    for (int j = 0; j < 16; j++) moe[j].n_tok = 1 + (j * 7) % 13;
+    for (int nth = 1; nth <= 7; nth++) check_cut(moe, 16, nth);
+    /* random mixes, rows not multiples of 16 */
+    tb_weight_t ws[12];
+    tb_lin_job_t js[12];
+    for (int round = 0; round < 200; round++) {
+        const int n = 1 + (int)urand(0.0f, 12.0f);
+        for (int j = 0; j < n; j++) {
+            ws[j] = (tb_weight_t){.n_in = 256, .n_out = 1 + (int64_t)urand(0.0f, 3000.0f),
+                                  .row_bytes = 16 + (size_t)urand(0.0f, 4000.0f)};
+            js[j] = (tb_lin_job_t){.w = &ws[j], .n_tok = 1 + (int64_t)urand(0.0f, 4.0f)};
+        }
+        for (int nth = 1; nth <= 5; nth++) check_cut(js, n, nth);
+    }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_exp),
@@ -203,6 +274,7 @@ int main(void) {
         cmocka_unit_test(test_f16),
         cmocka_unit_test(test_prologue_norm),
         cmocka_unit_test(test_prologue_swiglu),
+        cmocka_unit_test(test_cut),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
