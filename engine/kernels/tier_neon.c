@@ -3,9 +3,10 @@
  * are compiled with a function-level "+dotprod" target and chosen at run
  * time when HWCAP_ASIMDDP is present).
  *
- * Formats: Q8_0, Q4_0, TQ2_0, Q4_K, Q6_K (x Q8_0 / Q8_K activations; the
- * K formats in neon_kquant.h) and F32. Others
- * inherit generic/ref. Each block's integer dot is exact; only the float
+ * Formats: Q8_0, Q4_0 (neon_int.h), TQ2_0, Q4_K, Q6_K (x Q8_0 / Q8_K
+ * activations; the K formats in neon_kquant.h), F32/F16/BF16
+ * (neon_float.h) and the Q8_0/Q8_K activation quantizers (neon_act.h).
+ * Others inherit generic/ref. Each block's integer dot is exact; only the float
  * summation order differs from _ref. gemm is matvec per token, so rows are
  * bit-identical between the two.
  *
@@ -17,6 +18,9 @@
 #if defined(__aarch64__)
 #include <arm_neon.h>
 
+#include "kernels/neon_act.h"
+#include "kernels/neon_float.h"
+#include "kernels/neon_int.h"
 #include "kernels/neon_kquant.h"
 
 #define TB_INLINE static inline __attribute__((always_inline))
@@ -39,38 +43,6 @@ TB_INLINE int32x4_t dot16_base(int32x4_t acc, int8x16_t x, int8x16_t y) {
 /* ---------------------------------------------------------------------- */
 
 #define NEON_BODIES(sfx, DOT16, ATTR)                                                          \
-    ATTR static void dot_q8_0_##sfx(int64_t n, float *s, const void *w, const void *a) {      \
-        const block_q8_0 *x = w, *y = a;                                                       \
-        float32x4_t acc0 = vdupq_n_f32(0), acc1 = vdupq_n_f32(0);                              \
-        for (int64_t i = 0; i < n / QK8_0; i++) {                                              \
-            int32x4_t p = vdupq_n_s32(0);                                                      \
-            p = DOT16(p, vld1q_s8(x[i].qs), vld1q_s8(y[i].qs));                                \
-            p = DOT16(p, vld1q_s8(x[i].qs + 16), vld1q_s8(y[i].qs + 16));                      \
-            float d = tb_fp16_to_fp32(x[i].d) * tb_fp16_to_fp32(y[i].d);                      \
-            if (i & 1) acc1 = vfmaq_n_f32(acc1, vcvtq_f32_s32(p), d);                          \
-            else acc0 = vfmaq_n_f32(acc0, vcvtq_f32_s32(p), d);                                \
-        }                                                                                      \
-        *s = vaddvq_f32(vaddq_f32(acc0, acc1));                                                \
-    }                                                                                          \
-    ATTR static void dot_q4_0_##sfx(int64_t n, float *s, const void *w, const void *a) {      \
-        const block_q4_0 *x = w;                                                               \
-        const block_q8_0 *y = a;                                                               \
-        const uint8x16_t m4 = vdupq_n_u8(0x0F);                                                \
-        const int8x16_t s8 = vdupq_n_s8(8);                                                    \
-        float32x4_t acc0 = vdupq_n_f32(0), acc1 = vdupq_n_f32(0);                              \
-        for (int64_t i = 0; i < n / QK4_0; i++) {                                              \
-            uint8x16_t b = vld1q_u8(x[i].qs);                                                  \
-            int8x16_t lo = vsubq_s8(vreinterpretq_s8_u8(vandq_u8(b, m4)), s8);                 \
-            int8x16_t hi = vsubq_s8(vreinterpretq_s8_u8(vshrq_n_u8(b, 4)), s8);                \
-            int32x4_t p = vdupq_n_s32(0);                                                      \
-            p = DOT16(p, lo, vld1q_s8(y[i].qs));                                               \
-            p = DOT16(p, hi, vld1q_s8(y[i].qs + 16));                                          \
-            float d = tb_fp16_to_fp32(x[i].d) * tb_fp16_to_fp32(y[i].d);                      \
-            if (i & 1) acc1 = vfmaq_n_f32(acc1, vcvtq_f32_s32(p), d);                          \
-            else acc0 = vfmaq_n_f32(acc0, vcvtq_f32_s32(p), d);                                \
-        }                                                                                      \
-        *s = vaddvq_f32(vaddq_f32(acc0, acc1));                                                \
-    }                                                                                          \
     /* codes q in {0,1,2}: dot(q - 1, y) = dot(q, y) - sum(bsums) */                           \
     ATTR static void dot_tq2_0_##sfx(int64_t n, float *s, const void *w, const void *a) {     \
         const block_tq2_0 *x = w;                                                              \
@@ -97,21 +69,10 @@ TB_INLINE int32x4_t dot16_base(int32x4_t acc, int8x16_t x, int8x16_t y) {
 
 NEON_BODIES(base, DOT16_BASE, )
 NEON_BODIES(sdot, DOT16_SDOT, __attribute__((target("arch=armv8.2-a+dotprod"))))
+NV_INT_VARIANT(base, DOT16_BASE, )
+NV_INT_VARIANT(sdot, DOT16_SDOT, __attribute__((target("arch=armv8.2-a+dotprod"))))
 NEON_KQUANT_BODIES(base, DOT16_BASE, )
 NEON_KQUANT_BODIES(sdot, DOT16_SDOT, __attribute__((target("arch=armv8.2-a+dotprod"))))
-
-static void dot_f32(int64_t n, float *s, const void *w, const void *a) {
-    const float *x = w, *y = a;
-    float32x4_t acc0 = vdupq_n_f32(0), acc1 = vdupq_n_f32(0);
-    int64_t j = 0;
-    for (; j + 8 <= n; j += 8) {
-        acc0 = vfmaq_f32(acc0, vld1q_f32(x + j), vld1q_f32(y + j));
-        acc1 = vfmaq_f32(acc1, vld1q_f32(x + j + 4), vld1q_f32(y + j + 4));
-    }
-    float r = vaddvq_f32(vaddq_f32(acc0, acc1));
-    for (; j < n; j++) r += x[j] * y[j];
-    *s = r;
-}
 
 /* ---------------------------------------------------------------------- */
 /* matvec / gemm                                                            */
@@ -130,17 +91,12 @@ static void dot_f32(int64_t n, float *s, const void *w, const void *a) {
                           (const uint8_t *)A + (size_t)t * as);                            \
     }
 
-NEON_KERNELS(q8_0_base)
-NEON_KERNELS(q4_0_base)
 NEON_KERNELS(tq2_0_base)
-NEON_KERNELS(q8_0_sdot)
-NEON_KERNELS(q4_0_sdot)
 NEON_KERNELS(tq2_0_sdot)
 NEON_KERNELS(q4_K_base)
 NEON_KERNELS(q6_K_base)
 NEON_KERNELS(q4_K_sdot)
 NEON_KERNELS(q6_K_sdot)
-NEON_KERNELS(f32)
 
 #define SET(wt, fmt)                          \
     do {                                      \
@@ -164,20 +120,21 @@ static uint64_t read_sum(const void *p, size_t n) {
 void tb_kernels_fill_neon(tb_kernels_t *k) {
     if (tb_cpu.dotprod) {
         k->features = "neon,dotprod";
-        SET(TB_TYPE_Q8_0, q8_0_sdot);
-        SET(TB_TYPE_Q4_0, q4_0_sdot);
+        TB_NEON_SET(k, TB_TYPE_Q8_0, q8_0_sdot);
+        TB_NEON_SET(k, TB_TYPE_Q4_0, q4_0_sdot);
         SET(TB_TYPE_TQ2_0, tq2_0_sdot);
         SET(TB_TYPE_Q4_K, q4_K_sdot);
         SET(TB_TYPE_Q6_K, q6_K_sdot);
     } else {
         k->features = "neon";
-        SET(TB_TYPE_Q8_0, q8_0_base);
-        SET(TB_TYPE_Q4_0, q4_0_base);
+        TB_NEON_SET(k, TB_TYPE_Q8_0, q8_0_base);
+        TB_NEON_SET(k, TB_TYPE_Q4_0, q4_0_base);
         SET(TB_TYPE_TQ2_0, tq2_0_base);
         SET(TB_TYPE_Q4_K, q4_K_base);
         SET(TB_TYPE_Q6_K, q6_K_base);
     }
-    SET(TB_TYPE_F32, f32);
+    tb_neon_set_float(k);
+    tb_neon_set_act(k);
     k->read_sum = read_sum;
 }
 #endif

@@ -3,7 +3,11 @@
  * aarch64 and run under qemu-user by neon_cross.sh (no cmocka, no libcpuid
  * on that side: a tiny assert harness). Same checks as test_kernels.c:
  * vec_dot within the format's budget of _ref, matvec writes exactly rows
- * [r0, r1) (others stay NaN), gemm bit-identical to matvec per row. Both
+ * [r0, r1) (others stay NaN), gemm bit-identical to matvec per row (also on
+ * long rows: gemm row chunks, past the prepared activation-scale buffer);
+ * quantize_act byte-identical to the Q8_0 / Q8_K _ref on edge rows (ties,
+ * +-amax of both signs, tiny/subnormal/huge/zero blocks, the code grid),
+ * n from one block up; fp16 narrowing of scales at every boundary. Both
  * the baseline and the SDOT (+dotprod) variants are run when the emulated
  * CPU has dotprod (qemu -cpu max does).
  * Budget (as test_kernels.c): |y - y_ref| <= (terms + 64) * FLT_EPSILON * S,
@@ -16,7 +20,10 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/auxv.h>
+
+#include "kernels/neon_common.h"
 
 tb_cpu_features_t tb_cpu;   /* normally defined by dispatch.c */
 
@@ -58,49 +65,106 @@ static double abs_dot(tb_type_t wt, const void *w, const void *a, int64_t n) {
     return s;
 }
 
+/* One shape: gemm over nt tokens vs matvec per token vs vec_dot vs _ref. */
+static void check_shape(const tb_kernels_t *ref, const tb_kernels_t *k, const char *name, tb_type_t wt,
+                        int64_t rows, int64_t n, int64_t nt, int64_t r0, int64_t r1) {
+    const tb_type_traits_t *tr = tb_type_traits(wt);
+    int64_t ldy = rows + 2;
+    void *W = quant(wt, rows, n), *A = quant(tr->vec_dot_type, nt, n);
+    size_t ws = tb_type_row_bytes(wt, n), as = tb_type_row_bytes(tr->vec_dot_type, n);
+    float *Y = malloc(sizeof(float) * (size_t)(nt * ldy)), *y = malloc(sizeof(float) * (size_t)rows);
+    for (int64_t i = 0; i < nt * ldy; i++) Y[i] = NAN;
+    k->t[wt].gemm(W, ws, A, as, nt, Y, ldy, r0, r1, n);
+    for (int64_t t = 0; t < nt; t++) {
+        for (int64_t r = 0; r < rows; r++) y[r] = NAN;
+        const uint8_t *a = (const uint8_t *)A + as * (size_t)t;
+        k->t[wt].matvec(W, ws, a, y, r0, r1, n);
+        for (int64_t r = 0; r < ldy; r++) {
+            float g = Y[t * ldy + r];
+            if (r < r0 || r >= r1) {
+                CHECK(isnan(g), "%s %s gemm wrote row %lld outside [%lld,%lld)", name, tr->name,
+                      (long long)r, (long long)r0, (long long)r1);
+                if (r < rows) CHECK(isnan(y[r]), "%s %s matvec wrote row %lld outside", name, tr->name, (long long)r);
+                continue;
+            }
+            const uint8_t *w = (const uint8_t *)W + ws * (size_t)r;
+            float want, vd;
+            ref->t[wt].vec_dot(n, &want, w, a);
+            k->t[wt].vec_dot(n, &vd, w, a);
+            double terms = tr->is_quant ? (double)(n / tr->blck) : (double)n;
+            double tol = (terms + 64) * FLT_EPSILON * abs_dot(wt, w, a, n) + 1e-30;
+            CHECK(fabs((double)y[r] - want) <= tol, "%s %s matvec n %lld row %lld: %.9g vs ref %.9g (budget %.3g)",
+                  name, tr->name, (long long)n, (long long)r, y[r], want, tol);
+            CHECK(g == y[r] || (isnan(g) && isnan(y[r])), "%s %s gemm row %lld tok %lld: %.9g != matvec %.9g",
+                  name, tr->name, (long long)r, (long long)t, g, y[r]);
+            CHECK(vd == y[r], "%s %s vec_dot %.9g != matvec %.9g", name, tr->name, vd, y[r]);
+        }
+    }
+    free(W); free(A); free(Y); free(y);
+}
+
+/* Row `kind` of n floats aimed at one corner case of the activation
+ * quantizers: rounding ties, equal magnitudes of both signs (+-127 codes;
+ * Q8_K keeps the first), tiny / subnormal / huge blocks, zero blocks. */
+static void act_row(int kind, float *x, int64_t n) {
+    for (int64_t j = 0; j < n; j++) {
+        float v = frand();
+        if (kind == 0) v = j % 32 == 7 ? (j % 64 == 7 ? 127.0f : -127.0f)         /* id = +-1: */
+                                       : (float)(int)(v * 254.0f) * 0.5f;         /* halves tie */
+        if (kind == 9) v = j % 32 == 9 ? 63.5f : (float)(int)(v * 254.0f) * 0.25f; /* id = 2 */
+        if (kind == 1) v = j % 7 == 3 ? 3.0f : (j % 11 == 5 ? -3.0f : v);          /* +-amax */
+        if (kind == 2) v = j % 11 == 5 ? -3.0f : (j % 7 == 3 ? 3.0f : v);          /* -amax first */
+        if (kind == 3) v = ldexpf(v, -8 * (int)(j / 32));                          /* tiny, subnormal */
+        if (kind == 4) v = v * 3e37f;                                              /* huge */
+        if (kind == 5) v = (j / 32) % 3 == 1 ? 0.0f : v;                           /* zero Q8_0 blocks */
+        if (kind == 6) v = (j / 256) % 2 ? (j % 2 ? -0.0f : 0.0f) : v;             /* zero Q8_K blocks */
+        if (kind == 7) v = (float)((int)(j % 255) - 127) / 127.0f;                 /* the code grid */
+        if (kind == 8) v = j % 32 == 0 ? 1e-29f : v * 1e-31f;                      /* just above TINY */
+        x[j] = v;
+    }
+}
+
+/* quantize_act byte-identical to the activation format's _ref. */
+static void check_act(const tb_kernels_t *k, const char *name) {
+    static const tb_type_t wts[] = {TB_TYPE_Q8_0, TB_TYPE_Q4_0, TB_TYPE_TQ2_0, TB_TYPE_Q4_K, TB_TYPE_Q6_K};
+    const int64_t n = 256 * 9;
+    float *x = malloc(sizeof(float) * (size_t)n);
+    for (size_t i = 0; i < sizeof wts / sizeof wts[0]; i++) {
+        tb_type_t at = tb_type_traits(wts[i])->vec_dot_type;
+        for (int kind = 0; kind < 10; kind++)
+            for (int64_t len = tb_type_traits(at)->blck; len <= n; len += (len < 512 ? tb_type_traits(at)->blck : n)) {
+                size_t ab = tb_type_row_bytes(at, len);
+                uint8_t *want = malloc(ab), *got = malloc(ab);
+                act_row(kind, x, len);
+                tb_type_traits(at)->from_float_ref(x, want, len);
+                memset(got, 0x5A, ab);
+                k->t[wts[i]].quantize_act(x, got, len);
+                CHECK(memcmp(want, got, ab) == 0, "%s quantize_act %s (%s) row kind %d, n %lld: bytes differ from ref",
+                      name, tb_type_name(wts[i]), tb_type_name(at), kind, (long long)len);
+                free(want); free(got);
+            }
+    }
+    free(x);
+}
+
 static void check_tier(const tb_kernels_t *ref, const tb_kernels_t *k, const char *name) {
-    static const tb_type_t types[] = {TB_TYPE_F32, TB_TYPE_Q8_0, TB_TYPE_Q4_0, TB_TYPE_TQ2_0,
-                                      TB_TYPE_Q4_K, TB_TYPE_Q6_K};
+    static const tb_type_t types[] = {TB_TYPE_F32, TB_TYPE_F16, TB_TYPE_BF16, TB_TYPE_Q8_0, TB_TYPE_Q4_0,
+                                      TB_TYPE_TQ2_0, TB_TYPE_Q4_K, TB_TYPE_Q6_K};
     for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
         tb_type_t wt = types[ti];
         const tb_type_traits_t *tr = tb_type_traits(wt);
-        for (int rep = 0; rep < 4; rep++) {
-            int64_t rows = 8 * (rep + 1) + 3 + rep, nt = 5 + rep, ldy = rows + 2;
+        for (int rep = 0; rep < 6; rep++) {
+            int64_t rows = 8 * (rep + 1) + 3 + rep, nt = 5 + rep;
             int64_t n = tr->blck == 1 ? 32 * (rep + 2) + rep * 3 : tr->blck * (rep + 2);
-            void *W = quant(wt, rows, n), *A = quant(tr->vec_dot_type, nt, n);
-            size_t ws = tb_type_row_bytes(wt, n), as = tb_type_row_bytes(tr->vec_dot_type, n);
-            int64_t r0 = rep, r1 = rows - rep;
-            float *Y = malloc(sizeof(float) * (size_t)(nt * ldy)), *y = malloc(sizeof(float) * (size_t)rows);
-            for (int64_t i = 0; i < nt * ldy; i++) Y[i] = NAN;
-            k->t[wt].gemm(W, ws, A, as, nt, Y, ldy, r0, r1, n);
-            for (int64_t t = 0; t < nt; t++) {
-                for (int64_t r = 0; r < rows; r++) y[r] = NAN;
-                const uint8_t *a = (const uint8_t *)A + as * (size_t)t;
-                k->t[wt].matvec(W, ws, a, y, r0, r1, n);
-                for (int64_t r = 0; r < ldy; r++) {
-                    float g = Y[t * ldy + r];
-                    if (r < r0 || r >= r1) {
-                        CHECK(isnan(g), "%s %s gemm wrote row %lld outside [%lld,%lld)", name, tr->name,
-                              (long long)r, (long long)r0, (long long)r1);
-                        if (r < rows) CHECK(isnan(y[r]), "%s %s matvec wrote row %lld outside", name, tr->name, (long long)r);
-                        continue;
-                    }
-                    const uint8_t *w = (const uint8_t *)W + ws * (size_t)r;
-                    float want, vd;
-                    ref->t[wt].vec_dot(n, &want, w, a);
-                    k->t[wt].vec_dot(n, &vd, w, a);
-                    double terms = tr->is_quant ? (double)(n / tr->blck) : (double)n;
-                    double tol = (terms + 64) * FLT_EPSILON * abs_dot(wt, w, a, n) + 1e-30;
-                    CHECK(fabs((double)y[r] - want) <= tol, "%s %s matvec n %lld row %lld: %.9g vs ref %.9g (budget %.3g)",
-                          name, tr->name, (long long)n, (long long)r, y[r], want, tol);
-                    CHECK(g == y[r] || (isnan(g) && isnan(y[r])), "%s %s gemm row %lld tok %lld: %.9g != matvec %.9g",
-                          name, tr->name, (long long)r, (long long)t, g, y[r]);
-                    CHECK(vd == y[r], "%s %s vec_dot %.9g != matvec %.9g", name, tr->name, vd, y[r]);
-                }
-            }
-            free(W); free(A); free(Y); free(y);
+            check_shape(ref, k, name, wt, rows, n, nt, rep, rows - rep);
         }
+        if (wt == TB_TYPE_Q8_0 || wt == TB_TYPE_Q4_0) {
+            check_shape(ref, k, name, wt, 11, 32 * 1003, 6, 1, 10);   /* gemm row chunks of 4 rows */
+            check_shape(ref, k, name, wt, 3, 32 * 2051, 5, 0, 3);     /* past the prepared-scale buffer */
+        }
+        if (!tr->is_quant) check_shape(ref, k, name, wt, 5, 4099, 9, 0, 5);
     }
+    check_act(k, name);
     /* read_sum */
     uint64_t *v = aligned_alloc(64, 64 * 100), want = 0;
     for (int i = 0; i < 8 * 100; i++) want += (v[i] = (uint64_t)i * 0x9e3779b97f4a7c15ull);
@@ -108,7 +172,27 @@ static void check_tier(const tb_kernels_t *ref, const tb_kernels_t *k, const cha
     free(v);
 }
 
+/* tb_neon_f2h (fcvt) == tb_fp32_to_fp16 at every half value, every midpoint
+ * between neighbours (ties) and one float ulp either side, both signs,
+ * up to and past the overflow threshold 65520. */
+static void check_f2h(void) {
+    int bad = 0;
+    for (uint32_t h = 0; h < 0x7c00; h++) {
+        float f = tb_fp16_to_fp32((tb_fp16_t)h), g = h + 1 < 0x7c00 ? tb_fp16_to_fp32((tb_fp16_t)(h + 1)) : 65536.0f;
+        float mid = f + (g - f) * 0.5f;
+        float v[5] = {f, mid, nextafterf(mid, 0.0f), nextafterf(mid, INFINITY), nextafterf(g, 0.0f)};
+        for (int i = 0; i < 10; i++) {
+            float x = i < 5 ? v[i] : -v[i - 5];
+            if (tb_neon_f2h(x) != tb_fp32_to_fp16(x)) bad++;
+        }
+    }
+    CHECK(bad == 0, "fp16 narrowing differs from tb_fp32_to_fp16 at %d values", bad);
+    CHECK(tb_neon_f2h(1e30f) == tb_fp32_to_fp16(1e30f) && tb_neon_f2h(-1e-30f) == tb_fp32_to_fp16(-1e-30f),
+          "fp16 narrowing of out-of-range values");
+}
+
 int main(void) {
+    check_f2h();
     tb_kernels_t ref = {0}, base = {0}, sdot = {0};
     tb_kernels_fill_ref(&ref);
     tb_cpu.neon = true;

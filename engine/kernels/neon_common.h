@@ -1,0 +1,96 @@
+/*
+ * neon_common.h — helpers and the kernel generator shared by the NEON
+ * format headers (neon_float.h, neon_int.h, neon_act.h).
+ *
+ * Included by tier_neon.c only (aarch64). Same determinism contract as
+ * x86_common.h: every format has ONE dot body dot(nt, ...) computing nt
+ * tokens against one weight row; a token's arithmetic does not depend on
+ * nt or on its position in the group, so vec_dot, matvec (nt = 1) and gemm
+ * (nt = 1..TB_NEON_NT) give bit-identical results per row, for any split.
+ */
+#ifndef TB_NEON_COMMON_H
+#define TB_NEON_COMMON_H
+
+#include "kernels/kernels.h"
+
+#include <arm_neon.h>
+#include <string.h>
+
+#ifndef TB_INLINE
+#define TB_INLINE static inline __attribute__((always_inline))
+#endif
+#define TB_NEON_NT 4   /* tokens per weight-row pass in gemm */
+#define TB_NEON_UNROLL _Pragma("GCC unroll 8")
+
+/* ---------------------------------------------------------------------- */
+/* fp16 scales                                                              */
+/* ---------------------------------------------------------------------- */
+
+/* One binary16 bit pattern -> float (fcvt: exact, every value). */
+TB_INLINE float tb_neon_h2f(tb_fp16_t h) {
+    __fp16 f;
+    memcpy(&f, &h, 2);
+    return (float)f;
+}
+
+/* Four binary16 bit patterns -> float32x4 (one fcvtl). */
+TB_INLINE float32x4_t tb_neon_h2f4(tb_fp16_t a, tb_fp16_t b, tb_fp16_t c, tb_fp16_t d) {
+    uint64_t u = (uint64_t)a | (uint64_t)b << 16 | (uint64_t)c << 32 | (uint64_t)d << 48;
+    return vcvt_f32_f16(vreinterpret_f16_u64(vcreate_u64(u)));
+}
+
+/* float -> binary16 bits, round to nearest even (fcvt under the default
+ * FPCR: equals tb_fp32_to_fp16 for every non-NaN float, subnormals
+ * included; tests/kernels/neon_main.c checks every rounding boundary). */
+TB_INLINE tb_fp16_t tb_neon_f2h(float f) {
+    __fp16 h = (__fp16)f;
+    tb_fp16_t u;
+    memcpy(&u, &h, 2);
+    return u;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Generator: vec_dot, matvec and gemm from one dot body                    */
+/* ---------------------------------------------------------------------- */
+
+/* DOT(nt, n, s, w, aa): s[0..nt) = row w . activation rows aa[0..nt).
+ * ATTR carries the target attribute of the variant (e.g. +dotprod) so the
+ * always-inline body can be inlined into the wrappers. */
+#define TB_NEON_KERNELS(name, DOT, ATTR)                                                   \
+    ATTR static void nv_vec_dot_##name(int64_t n, float *s, const void *w, const void *a) { \
+        const void *aa[1] = {a};                                                           \
+        DOT(1, n, s, w, aa);                                                               \
+    }                                                                                      \
+    ATTR static void nv_matvec_##name(const void *W, size_t ws, const void *a, float *y,  \
+                                      int64_t r0, int64_t r1, int64_t n) {                 \
+        const void *aa[1] = {a};                                                           \
+        for (int64_t r = r0; r < r1; r++) DOT(1, n, &y[r], (const uint8_t *)W + (size_t)r * ws, aa); \
+    }                                                                                      \
+    ATTR static void nv_gemm_##name(const void *W, size_t ws, const void *A, size_t as,    \
+                                    int64_t nt, float *Y, int64_t ldy, int64_t r0,         \
+                                    int64_t r1, int64_t n) {                               \
+        for (int64_t r = r0; r < r1; r++) {                                                \
+            const void *wr = (const uint8_t *)W + (size_t)r * ws;                          \
+            int64_t t = 0;                                                                 \
+            for (; t + TB_NEON_NT <= nt; t += TB_NEON_NT) {                                \
+                const void *aa[TB_NEON_NT];                                                \
+                float s[TB_NEON_NT];                                                       \
+                for (int k = 0; k < TB_NEON_NT; k++) aa[k] = (const uint8_t *)A + (size_t)(t + k) * as; \
+                DOT(TB_NEON_NT, n, s, wr, aa);                                             \
+                for (int k = 0; k < TB_NEON_NT; k++) Y[(t + k) * ldy + r] = s[k];          \
+            }                                                                              \
+            for (; t < nt; t++) {                                                          \
+                const void *aa[1] = {(const uint8_t *)A + (size_t)t * as};                 \
+                DOT(1, n, &Y[t * ldy + r], wr, aa);                                        \
+            }                                                                              \
+        }                                                                                  \
+    }
+
+#define TB_NEON_SET(k, wt, name)                    \
+    do {                                            \
+        (k)->t[wt].vec_dot = nv_vec_dot_##name;     \
+        (k)->t[wt].matvec = nv_matvec_##name;       \
+        (k)->t[wt].gemm = nv_gemm_##name;           \
+    } while (0)
+
+#endif

@@ -1,0 +1,170 @@
+/*
+ * neon_int.h — Q8_0 and Q4_0 weights x Q8_0 activations (NEON), baseline
+ * (smull + sadalp) and SDOT (+dotprod) variants from one body macro.
+ *
+ * Included by tier_neon.c after neon_common.h (see its determinism
+ * contract). Per pass: one weight row against nt <= TB_NEON_NT tokens; the
+ * weight block is loaded and unpacked once for all tokens. Four blocks are
+ * reduced together: their four int32x4 partial dots fold with two addp
+ * into one vector holding the four exact block sums, which is converted and
+ * multiplied by the four products d_w * d_a (formed in float, as the _ref
+ * does) into a per-token float32x4 accumulator: one fmla per four blocks.
+ * The n / 32 % 4 tail blocks go through a scalar accumulator in block
+ * order. Each block's integer dot is exact; only the float summation order
+ * differs from _ref.
+ *
+ * Activation scales are converted to float once per call (matvec) or per
+ * token tile (gemm) into a stack buffer and read as float32x4; rows longer
+ * than TB_NEON_PREP_MAX blocks convert them per group instead (the same
+ * exact values: results do not change).
+ */
+#ifndef TB_NEON_INT_H
+#define TB_NEON_INT_H
+
+#include "kernels/neon_common.h"
+
+#define TB_NEON_PREP_MAX 2048   /* blocks per token with prepared scales (64 Ki elements) */
+#define TB_NEON_ROW_CHUNK 32768 /* gemm: weight bytes per row chunk (stays in L1/L2 across tiles) */
+
+/* ---------------------------------------------------------------------- */
+/* Activation scales                                                        */
+/* ---------------------------------------------------------------------- */
+
+/* Scales of blocks i..i+3 of y as floats. */
+TB_INLINE float32x4_t nv_scales4(const block_q8_0 *y, int64_t i) {
+    return tb_neon_h2f4(y[i].d, y[i + 1].d, y[i + 2].d, y[i + 3].d);
+}
+
+/* out[i] = d of block i of y, i < nb. */
+static inline void nv_prep_scales(const block_q8_0 *y, int64_t nb, float *out) {
+    int64_t i = 0;
+    for (; i + 4 <= nb; i += 4) vst1q_f32(out + i, nv_scales4(y, i));
+    for (; i < nb; i++) out[i] = tb_neon_h2f(y[i].d);
+}
+
+/* ---------------------------------------------------------------------- */
+/* Unpack one weight block into two int8x16 (elements 0..15, 16..31)        */
+/* ---------------------------------------------------------------------- */
+
+TB_INLINE void nv_unpack_q8_0(const block_q8_0 *x, int8x16_t *lo, int8x16_t *hi) {
+    *lo = vld1q_s8(x->qs);
+    *hi = vld1q_s8(x->qs + 16);
+}
+
+TB_INLINE void nv_unpack_q4_0(const block_q4_0 *x, int8x16_t *lo, int8x16_t *hi) {
+    const uint8x16_t b = vld1q_u8(x->qs);
+    *lo = vsubq_s8(vreinterpretq_s8_u8(vandq_u8(b, vdupq_n_u8(0x0F))), vdupq_n_s8(8));
+    *hi = vsubq_s8(vreinterpretq_s8_u8(vshrq_n_u8(b, 4)), vdupq_n_s8(8));
+}
+
+/* ---------------------------------------------------------------------- */
+/* Body and kernels, per weight format and dot instruction                  */
+/* ---------------------------------------------------------------------- */
+
+/* NV_INT_BODY(fmt, sfx, DOT16, ATTR) defines nv_dot_<fmt>_<sfx>(nt, nb, s,
+ * x, y, dy): s[t] = row x (nb blocks of block_<fmt>) . y[t] (Q8_0), with
+ * dy[t] the prepared float scales of y[t], or dy == NULL. */
+#define NV_INT_BODY(fmt, sfx, DOT16, ATTR)                                                        \
+    ATTR TB_INLINE void nv_dot_##fmt##_##sfx(int nt, int64_t nb, float *s, const block_##fmt *x,  \
+                                             const block_q8_0 *const *y, const float *const *dy) { \
+        float32x4_t acc[TB_NEON_NT];                                                              \
+        float tail[TB_NEON_NT];                                                                   \
+        TB_NEON_UNROLL                                                                            \
+        for (int t = 0; t < nt; t++) acc[t] = vdupq_n_f32(0), tail[t] = 0.0f;                     \
+        int64_t i = 0;                                                                            \
+        for (; i + 4 <= nb; i += 4) {                                                             \
+            int8x16_t wl[4], wh[4];                                                               \
+            TB_NEON_UNROLL                                                                        \
+            for (int b = 0; b < 4; b++) nv_unpack_##fmt(&x[i + b], &wl[b], &wh[b]);              \
+            const float32x4_t dw = tb_neon_h2f4(x[i].d, x[i + 1].d, x[i + 2].d, x[i + 3].d);     \
+            TB_NEON_UNROLL                                                                        \
+            for (int t = 0; t < nt; t++) {                                                        \
+                const block_q8_0 *yt = y[t] + i;                                                  \
+                int32x4_t p[4];                                                                   \
+                TB_NEON_UNROLL                                                                    \
+                for (int b = 0; b < 4; b++)                                                       \
+                    p[b] = DOT16(DOT16(vdupq_n_s32(0), wl[b], vld1q_s8(yt[b].qs)), wh[b],         \
+                                 vld1q_s8(yt[b].qs + 16));                                        \
+                const int32x4_t sb = vpaddq_s32(vpaddq_s32(p[0], p[1]), vpaddq_s32(p[2], p[3]));  \
+                const float32x4_t da = dy ? vld1q_f32(dy[t] + i) : nv_scales4(y[t], i);           \
+                acc[t] = vfmaq_f32(acc[t], vcvtq_f32_s32(sb), vmulq_f32(dw, da));                 \
+            }                                                                                     \
+        }                                                                                         \
+        for (; i < nb; i++) {                                                                     \
+            int8x16_t wl, wh;                                                                     \
+            nv_unpack_##fmt(&x[i], &wl, &wh);                                                     \
+            const float dw = tb_neon_h2f(x[i].d);                                                 \
+            TB_NEON_UNROLL                                                                        \
+            for (int t = 0; t < nt; t++) {                                                        \
+                int32x4_t p = DOT16(DOT16(vdupq_n_s32(0), wl, vld1q_s8(y[t][i].qs)), wh,          \
+                                    vld1q_s8(y[t][i].qs + 16));                                   \
+                const float da = dy ? dy[t][i] : tb_neon_h2f(y[t][i].d);                          \
+                tail[t] += (float)vaddvq_s32(p) * (dw * da);                                      \
+            }                                                                                     \
+        }                                                                                         \
+        TB_NEON_UNROLL                                                                            \
+        for (int t = 0; t < nt; t++) s[t] = vaddvq_f32(acc[t]) + tail[t];                        \
+    }
+
+/* The wrappers: vec_dot, matvec (one prepared activation, every row) and
+ * gemm (row chunks of ~TB_NEON_ROW_CHUNK bytes x token tiles of
+ * TB_NEON_NT, the tile's scales prepared once per chunk). */
+#define NV_INT_KERNELS(fmt, sfx, ATTR)                                                            \
+    ATTR static void nv_vec_dot_##fmt##_##sfx(int64_t n, float *s, const void *w, const void *a) { \
+        const block_q8_0 *y[1] = {a};                                                             \
+        nv_dot_##fmt##_##sfx(1, n / QK8_0, s, w, y, NULL);                                        \
+    }                                                                                             \
+    ATTR static void nv_matvec_##fmt##_##sfx(const void *W, size_t ws, const void *a, float *yv, \
+                                             int64_t r0, int64_t r1, int64_t n) {                 \
+        const int64_t nb = n / QK8_0;                                                             \
+        const block_q8_0 *y[1] = {a};                                                             \
+        if (nb <= TB_NEON_PREP_MAX) {                                                             \
+            float d0[TB_NEON_PREP_MAX];                                                           \
+            const float *dy[1] = {d0};                                                            \
+            nv_prep_scales(a, nb, d0);                                                            \
+            for (int64_t r = r0; r < r1; r++)                                                     \
+                nv_dot_##fmt##_##sfx(1, nb, &yv[r], (const void *)((const uint8_t *)W + (size_t)r * ws), y, dy); \
+        } else {                                                                                  \
+            for (int64_t r = r0; r < r1; r++)                                                     \
+                nv_dot_##fmt##_##sfx(1, nb, &yv[r], (const void *)((const uint8_t *)W + (size_t)r * ws), y, NULL); \
+        }                                                                                         \
+    }                                                                                             \
+    ATTR static void nv_gemm_##fmt##_##sfx(const void *W, size_t ws, const void *A, size_t as,    \
+                                           int64_t nt, float *Y, int64_t ldy, int64_t r0,         \
+                                           int64_t r1, int64_t n) {                               \
+        const int64_t nb = n / QK8_0;                                                             \
+        const bool prep = nb <= TB_NEON_PREP_MAX;                                                 \
+        const int64_t rc = ws >= TB_NEON_ROW_CHUNK / 4 ? 4 : TB_NEON_ROW_CHUNK / (int64_t)ws;     \
+        float dbuf[TB_NEON_NT][prep ? nb : 1];                                                    \
+        for (int64_t c0 = r0; c0 < r1; c0 += rc) {                                                \
+            const int64_t c1 = c0 + rc < r1 ? c0 + rc : r1;                                       \
+            for (int64_t t = 0; t < nt; t += TB_NEON_NT) {                                        \
+                const int ntk = (int)(nt - t < TB_NEON_NT ? nt - t : TB_NEON_NT);                 \
+                const block_q8_0 *y[TB_NEON_NT];                                                  \
+                const float *dy[TB_NEON_NT];                                                      \
+                for (int k = 0; k < ntk; k++) {                                                   \
+                    y[k] = (const void *)((const uint8_t *)A + (size_t)(t + k) * as);             \
+                    dy[k] = dbuf[k];                                                              \
+                    if (prep) nv_prep_scales(y[k], nb, dbuf[k]);                                  \
+                }                                                                                 \
+                for (int64_t r = c0; r < c1; r++) {                                               \
+                    const block_##fmt *x = (const void *)((const uint8_t *)W + (size_t)r * ws);   \
+                    float o[TB_NEON_NT];                                                          \
+                    if (prep && ntk == TB_NEON_NT) nv_dot_##fmt##_##sfx(TB_NEON_NT, nb, o, x, y, dy); \
+                    else if (prep) for (int k = 0; k < ntk; k++)                                  \
+                        nv_dot_##fmt##_##sfx(1, nb, &o[k], x, &y[k], &dy[k]);                     \
+                    else for (int k = 0; k < ntk; k++)                                            \
+                        nv_dot_##fmt##_##sfx(1, nb, &o[k], x, &y[k], NULL);                       \
+                    for (int k = 0; k < ntk; k++) Y[(t + k) * ldy + r] = o[k];                    \
+                }                                                                                 \
+            }                                                                                     \
+        }                                                                                         \
+    }
+
+#define NV_INT_VARIANT(sfx, DOT16, ATTR)     \
+    NV_INT_BODY(q8_0, sfx, DOT16, ATTR)     \
+    NV_INT_BODY(q4_0, sfx, DOT16, ATTR)     \
+    NV_INT_KERNELS(q8_0, sfx, ATTR)         \
+    NV_INT_KERNELS(q4_0, sfx, ATTR)
+
+#endif
