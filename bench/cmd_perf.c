@@ -320,12 +320,12 @@ int cmd_bench(int argc, char **argv) {
     if (!o.model) return bench_usage();
 
     double bw_before, bw_after;
-    if (probe(o.threads, &bw_before)) return 1;
-    tb_model_t *m;
+    tb_model_t *m;   /* loaded first: a bad model fails before a second of probing */
     if (tb_model_load(o.model, &m) != TB_OK) {
         fprintf(stderr, "ternbench bench: %s\n", tb_last_error());
         return 1;
     }
+    if (probe(o.threads, &bw_before)) { tb_model_free(m); return 1; }
     tb_model_info_t info;
     tb_session_params_t sp = tb_session_default_params();
     sp.n_threads = o.threads;
