@@ -33,10 +33,15 @@ TB_INLINE float tb_neon_h2f(tb_fp16_t h) {
     return (float)f;
 }
 
-/* Four binary16 bit patterns -> float32x4 (one fcvtl). */
-TB_INLINE float32x4_t tb_neon_h2f4(tb_fp16_t a, tb_fp16_t b, tb_fp16_t c, tb_fp16_t d) {
-    uint64_t u = (uint64_t)a | (uint64_t)b << 16 | (uint64_t)c << 32 | (uint64_t)d << 48;
-    return vcvt_f32_f16(vreinterpret_f16_u64(vcreate_u64(u)));
+/* The binary16 fields at a, b, c, d -> float32x4 (four lane loads, one
+ * fcvtl; building the vector in a general register costs twice that). */
+TB_INLINE float32x4_t tb_neon_h2f4(const tb_fp16_t *a, const tb_fp16_t *b, const tb_fp16_t *c,
+                                   const tb_fp16_t *d) {
+    uint16x4_t v = vld1_dup_u16(a);
+    v = vld1_lane_u16(b, v, 1);
+    v = vld1_lane_u16(c, v, 2);
+    v = vld1_lane_u16(d, v, 3);
+    return vcvt_f32_f16(vreinterpret_f16_u16(v));
 }
 
 /* float -> binary16 bits, round to nearest even (fcvt under the default

@@ -32,7 +32,7 @@
 
 /* Scales of blocks i..i+3 of y as floats. */
 TB_INLINE float32x4_t nv_scales4(const block_q8_0 *y, int64_t i) {
-    return tb_neon_h2f4(y[i].d, y[i + 1].d, y[i + 2].d, y[i + 3].d);
+    return tb_neon_h2f4(&y[i].d, &y[i + 1].d, &y[i + 2].d, &y[i + 3].d);
 }
 
 /* out[i] = d of block i of y, i < nb. */
@@ -50,12 +50,23 @@ TB_INLINE void nv_unpack_q8_0(const block_q8_0 *x, int8x16_t *lo, int8x16_t *hi)
     *lo = vld1q_s8(x->qs);
     *hi = vld1q_s8(x->qs + 16);
 }
+/* Q8_0 sums are the true dots. */
+TB_INLINE int32x4_t nv_fix4_q8_0(int32x4_t v) { return v; }
+TB_INLINE int32_t nv_fix1_q8_0(int32_t v) { return v; }
 
+/* Q4_0 codes q (0..15) are unpacked as 16 * (q - 8) in three operations:
+ * b ^ 0x88 flips bit 3 of both nibbles, so a nibble read as the top four
+ * bits of a signed byte is q - 8; the low nibble is moved there with a
+ * shift, the high one is masked in place. The dots are then 16 times the
+ * true ones (|16 (q - 8)| <= 128, products fit the 16-bit smull lanes) and
+ * exact multiples of 16: an arithmetic shift by 4 restores them exactly. */
 TB_INLINE void nv_unpack_q4_0(const block_q4_0 *x, int8x16_t *lo, int8x16_t *hi) {
-    const uint8x16_t b = vld1q_u8(x->qs);
-    *lo = vsubq_s8(vreinterpretq_s8_u8(vandq_u8(b, vdupq_n_u8(0x0F))), vdupq_n_s8(8));
-    *hi = vsubq_s8(vreinterpretq_s8_u8(vshrq_n_u8(b, 4)), vdupq_n_s8(8));
+    const uint8x16_t b = veorq_u8(vld1q_u8(x->qs), vdupq_n_u8(0x88));
+    *lo = vreinterpretq_s8_u8(vshlq_n_u8(b, 4));
+    *hi = vreinterpretq_s8_u8(vandq_u8(b, vdupq_n_u8(0xF0)));
 }
+TB_INLINE int32x4_t nv_fix4_q4_0(int32x4_t v) { return vshrq_n_s32(v, 4); }
+TB_INLINE int32_t nv_fix1_q4_0(int32_t v) { return v >> 4; }
 
 /* ---------------------------------------------------------------------- */
 /* Body and kernels, per weight format and dot instruction                  */
@@ -76,7 +87,7 @@ TB_INLINE void nv_unpack_q4_0(const block_q4_0 *x, int8x16_t *lo, int8x16_t *hi)
             int8x16_t wl[4], wh[4];                                                               \
             TB_NEON_UNROLL                                                                        \
             for (int b = 0; b < 4; b++) nv_unpack_##fmt(&x[i + b], &wl[b], &wh[b]);              \
-            const float32x4_t dw = tb_neon_h2f4(x[i].d, x[i + 1].d, x[i + 2].d, x[i + 3].d);     \
+            const float32x4_t dw = tb_neon_h2f4(&x[i].d, &x[i + 1].d, &x[i + 2].d, &x[i + 3].d);     \
             TB_NEON_UNROLL                                                                        \
             for (int t = 0; t < nt; t++) {                                                        \
                 const block_q8_0 *yt = y[t] + i;                                                  \
@@ -85,7 +96,7 @@ TB_INLINE void nv_unpack_q4_0(const block_q4_0 *x, int8x16_t *lo, int8x16_t *hi)
                 for (int b = 0; b < 4; b++)                                                       \
                     p[b] = DOT16(DOT16(vdupq_n_s32(0), wl[b], vld1q_s8(yt[b].qs)), wh[b],         \
                                  vld1q_s8(yt[b].qs + 16));                                        \
-                const int32x4_t sb = vpaddq_s32(vpaddq_s32(p[0], p[1]), vpaddq_s32(p[2], p[3]));  \
+                const int32x4_t sb = nv_fix4_##fmt(vpaddq_s32(vpaddq_s32(p[0], p[1]), vpaddq_s32(p[2], p[3]))); \
                 const float32x4_t da = dy ? vld1q_f32(dy[t] + i) : nv_scales4(y[t], i);           \
                 acc[t] = vfmaq_f32(acc[t], vcvtq_f32_s32(sb), vmulq_f32(dw, da));                 \
             }                                                                                     \
@@ -99,7 +110,7 @@ TB_INLINE void nv_unpack_q4_0(const block_q4_0 *x, int8x16_t *lo, int8x16_t *hi)
                 int32x4_t p = DOT16(DOT16(vdupq_n_s32(0), wl, vld1q_s8(y[t][i].qs)), wh,          \
                                     vld1q_s8(y[t][i].qs + 16));                                   \
                 const float da = dy ? dy[t][i] : tb_neon_h2f(y[t][i].d);                          \
-                tail[t] += (float)vaddvq_s32(p) * (dw * da);                                      \
+                tail[t] += (float)nv_fix1_##fmt(vaddvq_s32(p)) * (dw * da);                       \
             }                                                                                     \
         }                                                                                         \
         TB_NEON_UNROLL                                                                            \

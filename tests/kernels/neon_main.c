@@ -147,6 +147,35 @@ static void check_act(const tb_kernels_t *k, const char *name) {
     free(x);
 }
 
+/* With every scale d = 1 and |sums| < 2^24 the float dot is an exact
+ * integer: Q8_0 / Q4_0 must equal the ref exactly on full code ranges
+ * (Q8_0 weights include -128, Q4_0 nibbles 0 and 15, activations +-127),
+ * for every block count 1..12 (groups of four blocks and every tail). */
+static void check_exact(const tb_kernels_t *ref, const tb_kernels_t *k, const char *name) {
+    static const tb_type_t wts[] = {TB_TYPE_Q8_0, TB_TYPE_Q4_0};
+    for (size_t i = 0; i < 2; i++)
+        for (int nb = 1; nb <= 12; nb++) {
+            block_q8_0 w8[12], a[12];
+            block_q4_0 w4[12];
+            for (int b = 0; b < nb; b++) {
+                w8[b].d = w4[b].d = a[b].d = 0x3C00;   /* 1.0 */
+                for (int j = 0; j < QK8_0; j++) {
+                    rs ^= rs << 13; rs ^= rs >> 7; rs ^= rs << 17;
+                    w8[b].qs[j] = (int8_t)(j % 7 == 3 ? -128 : (int)(rs % 256) - 128);
+                    a[b].qs[j] = (int8_t)(j % 5 == 1 ? (j % 10 == 1 ? 127 : -127) : (int)(rs >> 20) % 255 - 127);
+                    if (j < 16) w4[b].qs[j] = (uint8_t)(j % 6 == 0 ? 0x0F : (j % 6 == 1 ? 0xF0 : (rs >> 40) & 0xFF));
+                }
+            }
+            const void *w = wts[i] == TB_TYPE_Q8_0 ? (const void *)w8 : (const void *)w4;
+            float want, got, mv[1] = {NAN};
+            ref->t[wts[i]].vec_dot(nb * QK8_0, &want, w, a);
+            k->t[wts[i]].vec_dot(nb * QK8_0, &got, w, a);
+            k->t[wts[i]].matvec(w, 0, a, mv, 0, 1, nb * QK8_0);
+            CHECK(got == want && mv[0] == want, "%s %s exact dot, %d blocks: %.9g / matvec %.9g vs ref %.9g", name,
+                  tb_type_name(wts[i]), nb, got, mv[0], want);
+        }
+}
+
 static void check_tier(const tb_kernels_t *ref, const tb_kernels_t *k, const char *name) {
     static const tb_type_t types[] = {TB_TYPE_F32, TB_TYPE_F16, TB_TYPE_BF16, TB_TYPE_Q8_0, TB_TYPE_Q4_0,
                                       TB_TYPE_TQ2_0, TB_TYPE_Q4_K, TB_TYPE_Q6_K};
@@ -165,6 +194,7 @@ static void check_tier(const tb_kernels_t *ref, const tb_kernels_t *k, const cha
         if (!tr->is_quant) check_shape(ref, k, name, wt, 5, 4099, 9, 0, 5);
     }
     check_act(k, name);
+    check_exact(ref, k, name);
     /* read_sum */
     uint64_t *v = aligned_alloc(64, 64 * 100), want = 0;
     for (int i = 0; i < 8 * 100; i++) want += (v[i] = (uint64_t)i * 0x9e3779b97f4a7c15ull);
