@@ -14,6 +14,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -58,6 +59,32 @@ static void synth_progress(void *ud, uint64_t done, uint64_t total) {
     fprintf(stderr, "\rwriting tensor data: %3d%% (%.2f / %.2f GB)", pct, (double)done / 1e9,
             (double)total / 1e9);
     if (done == total) fputc('\n', stderr);
+}
+
+/* ===================================================================== */
+/* Interruption                                                           */
+/* ===================================================================== */
+
+static char tmp_path[4096];   /* OUT.tmp the GGUF writer is filling, or "" */
+
+static void on_signal(int sig) {
+    if (tmp_path[0]) unlink(tmp_path);   /* async-signal-safe */
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
+/* SIGINT/SIGTERM/SIGHUP while OUT is written remove OUT.tmp (the writer's
+ * staging name, see tb_gguf_writer_begin), then terminate as the signal
+ * would: an interrupted command leaves neither a half file nor litter. */
+static void guard_tmp(const char *out) {
+    if ((size_t)snprintf(tmp_path, sizeof tmp_path, "%s.tmp", out) >= sizeof tmp_path) tmp_path[0] = '\0';
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGHUP, &sa, NULL);
 }
 
 static int model_synth(int argc, char **argv) {
@@ -110,6 +137,7 @@ static int model_synth(int argc, char **argv) {
         p.progress_ud = &last;
     }
     uint64_t t0 = tb_now_ns();
+    guard_tmp(out);
     if (tb_synth_model(&p, out) != TB_OK) return engine_error("synth");
     double s = (double)(tb_now_ns() - t0) / 1e9;
     if (!quiet) {
@@ -264,6 +292,7 @@ static int model_quantize(int argc, char **argv) {
     if (optind != argc - 2) return usage_error("quantize", "%s", "expected IN.gguf and OUT.gguf");
     if (type == TB_TYPE_COUNT) return usage_error("quantize", "%s", "--type is required");
     uint64_t t0 = tb_now_ns();
+    guard_tmp(argv[optind + 1]);
     if (tb_quantize_model_types(argv[optind], argv[optind + 1], type, embd_type, output_type, report_keep,
                                 &type) != TB_OK)
         return engine_error("quantize");
