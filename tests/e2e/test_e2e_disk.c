@@ -491,6 +491,26 @@ static void test_kill_during_synth(void **state) {
     int64_t fin = e2e_size("k.gguf");
     if (fin >= 0 && fin != model_bytes) fail_msg("killed model synth left k.gguf of %lld bytes", (long long)fin);
     e2e_res_free(&r);
+
+    /* SIGTERM / SIGINT mid-write: no half file and no k2.gguf.tmp litter either */
+    const int sigs[] = {SIGTERM, SIGINT};
+    for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++) {
+        pid = e2e_spawn(E2E_NO_LIMIT, (const char *const[]){"model", "synth", "--preset", "maple-tiny",
+                                                           "--out", "k2.gguf", "--quiet", NULL});
+        for (int t = 0; t < 60000 && e2e_size("k2.gguf.tmp") < (1 << 20) && e2e_size("k2.gguf") < 0; t++) sleep_ms(1);
+        kill(pid, sigs[i]);
+        e2e_wait(pid, &r);
+        if (r.status == 1000 + sigs[i]) {
+            assert_int_equal(e2e_size("k2.gguf"), -1);
+            assert_int_equal(e2e_size("k2.gguf.tmp"), -1);
+        } else {
+            print_message("model synth finished before signal %d (exit %d)\n", sigs[i], r.status);
+        }
+        e2e_res_free(&r);
+        char p[512];
+        e2e_path(p, sizeof p, "k2.gguf");
+        remove(p);
+    }
 }
 
 int main(int argc, char **argv) {
