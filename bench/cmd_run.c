@@ -65,6 +65,18 @@ int cmd_run(int argc, char **argv) {
                 status = 2;
                 goto out;
             }
+            /* keys are names (report --tag K=V selects by them); no control
+             * characters anywhere (they would break list/show/export lines) */
+            size_t klen = (size_t)(eq - kv);
+            size_t at = strspn(kv, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-");
+            for (const char *c = eq + 1; at == klen && *c; c++)
+                if ((unsigned char)*c < 0x20 || *c == 0x7f) at = (size_t)(c - kv);
+            if (at != klen) {
+                fprintf(stderr, "ternbench run: --tag: byte %zu: expected KEY=VALUE with KEY of letters, "
+                                "digits, '_', '.' or '-' and VALUE without control characters\n", at);
+                status = 2;
+                goto out;
+            }
             owned[n_tags] = strndup(kv, (size_t)(eq - kv));
             if (!owned[n_tags]) { status = 1; goto out; }
             keys[n_tags] = owned[n_tags];
