@@ -276,6 +276,8 @@ static void test_usage_errors(void **state) {
         {"abc", "detokenize", "-m", "m.gguf", "abc", NULL},
         {"xml", "export", "--format", "xml", "--db", "base.db", NULL},
         {"noequals", "run", "good.ini", "--db", "base.db", "--tag", "noequals", NULL},
+        {"byte 1", "run", "good.ini", "--db", "base.db", "--tag", "a b=c", NULL},
+        {"byte 6", "run", "good.ini", "--db", "base.db", "--tag", "note=x\ny", NULL},
         {"--out", "report", "--db", "base.db", NULL},
         {"usage", "scenario", "bogus", NULL},
         {"--bogus", "list", "--db", "base.db", "--bogus", NULL},
