@@ -117,6 +117,14 @@ static void test_bad_scenarios(void **state) {
         if (strcmp(before, after) != 0) fail_msg("%s changed the database:\n%s\n%s", name, before, after);
         free(after);
     }
+    /* a good scenario before a bad one: nothing runs, no database appears */
+    e2e_res_t r2;
+    E2E_RUN(&r2, E2E_NO_LIMIT, "run", "good.ini", "unknown-key.ini", "--db", "fresh.db", "-q");
+    e2e_assert_clean(&r2, "good.ini unknown-key.ini");
+    assert_int_equal(r2.status, 2);
+    e2e_assert_err_has(&r2, "good.ini unknown-key.ini", "unknown-key.ini:3:", NULL);
+    assert_int_equal(e2e_size("fresh.db"), -1);
+    e2e_res_free(&r2);
     /* a scenario file that does not exist */
     e2e_res_t r;
     E2E_RUN(&r, E2E_NO_LIMIT, "run", "absent.ini", "--db", "base.db", "-q");
