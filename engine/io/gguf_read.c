@@ -553,7 +553,7 @@ int tb_gguf_open(const char *path, tb_gguf_t **out) {
         free(g);
         return tb_err(TB_ERR_NOMEM, "%s: out of memory", path);
     }
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);   /* a FIFO must not block: it is refused below */
     if (fd < 0) {
         int e = errno;
         tb_gguf_close(g);
