@@ -9,6 +9,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 /* ===================================================================== */
 /* String arena: every string of the set, freed at once                   */
@@ -400,6 +401,9 @@ int rp_set_load(rp_set_t *set, const tb_report_opts_t *opts,
     if (in_base) *in_base = NULL;
     if (in_cmp) *in_cmp = NULL;
     if (!opts->db_path) return tb_err(TB_ERR_ARG, "report: no database path");
+    struct stat st;   /* a FIFO or directory would block or mislead SQLite's read-only open */
+    if (stat(opts->db_path, &st) == 0 && !S_ISREG(st.st_mode))
+        return tb_err(TB_ERR_IO, "report: database %s is not a regular file", opts->db_path);
     if (sqlite3_open_v2(opts->db_path, &set->db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
         int rc = tb_err(TB_ERR_IO, "report: cannot open database %s: %s", opts->db_path,
                         set->db ? sqlite3_errmsg(set->db) : "out of memory");
