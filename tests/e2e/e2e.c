@@ -21,6 +21,7 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 const char *e2e_bin;
@@ -168,15 +169,32 @@ pid_t e2e_spawn(e2e_opt_t opt, const char *const *args) {
     return -1;
 }
 
+/* A child still running after this long is hung: it is killed (SIGKILL)
+ * and the test sees status 1000 + 9. */
+#define HANG_S 60
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
 /* Drain both pipes until EOF (each into a capped heap buffer). */
-static void drain(int fo, int fe, char **out, char **err) {
+static void drain(pid_t pid, int fo, int fe, char **out, char **err) {
+    double t0 = now_s();
+    int killed = 0;
     char *buf[2] = {calloc(1, OUT_CAP + 1), calloc(1, OUT_CAP + 1)};
     size_t len[2] = {0, 0};
     struct pollfd pf[2] = {{.fd = fo, .events = POLLIN}, {.fd = fe, .events = POLLIN}};
     int open_n = 2;
     if (!buf[0] || !buf[1]) fail_msg("out of memory");
     while (open_n > 0) {
-        if (poll(pf, 2, -1) < 0) {
+        if (!killed && now_s() - t0 > HANG_S) {
+            fprintf(stderr, "e2e: child %d still running after %d s: killed\n", (int)pid, HANG_S);
+            kill(pid, SIGKILL);
+            killed = 1;
+        }
+        if (poll(pf, 2, 1000) < 0) {
             if (errno == EINTR) continue;
             fail_msg("poll: %s", strerror(errno));
         }
@@ -205,7 +223,7 @@ void e2e_wait(pid_t pid, e2e_res_t *r) {
     size_t i = 0;
     while (i < sizeof kids / sizeof kids[0] && kids[i].pid != pid) i++;
     if (i == sizeof kids / sizeof kids[0]) fail_msg("e2e_wait: unknown child %d", (int)pid);
-    drain(kids[i].out, kids[i].err, &r->out, &r->err);
+    drain(pid, kids[i].out, kids[i].err, &r->out, &r->err);
     kids[i].pid = 0;
     int st;
     while (waitpid(pid, &st, 0) < 0)

@@ -513,6 +513,35 @@ static void test_kill_during_synth(void **state) {
     }
 }
 
+/* A FIFO where a file is expected is refused, never waited on forever. */
+static void test_fifo_inputs(void **state) {
+    (void)state;
+    char p[512];
+    e2e_path(p, sizeof p, "fifo");
+    assert_int_equal(mkfifo(p, 0644), 0);
+    e2e_write("fifo.ini", "[model]\npath = fifo\n[decode]\ntokens = 2\n", (size_t)-1);
+    const char *const cmds[][10] = {
+        {"model", "info", "fifo", NULL},
+        {"generate", "-m", "fifo", "-n", "2", NULL},
+        {"bench", "-m", "fifo", "-n", "2", "-p", "2", "-r", "1", NULL},
+        {"model", "quantize", "fifo", "q.gguf", "--type", "q8_0", NULL},
+        {"list", "--db", "fifo", NULL},
+        {"report", "--db", "fifo", "--out", "repf", "--no-charts", NULL},
+        {"run", "good.ini", "--db", "fifo", "-q", NULL},
+        {"scenario", "check", "fifo.ini", NULL},
+    };
+    for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
+        char what[128];
+        snprintf(what, sizeof what, "%s %s %s (fifo)", cmds[i][0], cmds[i][1], cmds[i][2]);
+        e2e_res_t r;
+        e2e_run(E2E_NO_LIMIT, cmds[i], &r);
+        e2e_assert_clean(&r, what);
+        if (r.status == 0) fail_msg("%s: exit 0", what);
+        e2e_assert_err_has(&r, what, "fifo", NULL);
+        e2e_res_free(&r);
+    }
+}
+
 int main(int argc, char **argv) {
     if (e2e_init(argc, argv, "disk") != 0) return 1;
     const struct CMUnitTest tests[] = {
@@ -524,6 +553,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_unknown_run),
         cmocka_unit_test(test_full_stdout),
         cmocka_unit_test(test_corrupt_db),
+        cmocka_unit_test(test_fifo_inputs),
         cmocka_unit_test(test_kill_during_synth),
     };
     int failed = cmocka_run_group_tests(tests, group_setup, NULL);
