@@ -5,9 +5,11 @@
 # baseline variant, and proof that no SDOT leaks into it) and on qemu's
 # "max" CPU (baseline and SDOT variants). Exit 77 (meson: skipped) when a
 # tool is missing.
-# -ffp-contract=off as in engine/kernels/meson.build: aarch64 gcc would
+# -ffp-contract=off as in the project arguments (meson.build): aarch64 gcc would
 # otherwise fuse the ref quantizers' x * id + 1.5 * 2^23 into one fmadd and
 # change their rounding (the ref must be the same function on every host).
+# UBSan in trap mode (no runtime library needed for a static binary): any
+# undefined behaviour (overflow, bad shift, misaligned access) stops the run.
 set -eu
 src=$1; work=$2; cc=$3; qemu=$4
 command -v "$cc" >/dev/null 2>&1 || { echo "no $cc: skipped"; exit 77; }
@@ -15,7 +17,7 @@ command -v "$qemu" >/dev/null 2>&1 || { echo "no $qemu: skipped"; exit 77; }
 mkdir -p "$work"
 tmp=$(mktemp -d "$work/neon.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
-"$cc" -std=gnu11 -O2 -static -D_GNU_SOURCE -fno-strict-aliasing -ffp-contract=off -Wall -Wextra \
+"$cc" -std=gnu11 -O2 -static -D_GNU_SOURCE -fno-strict-aliasing -ffp-contract=off -fsanitize=undefined -fsanitize-undefined-trap-on-error -Wall -Wextra \
     -I "$src/engine" -I "$src/engine/include" \
     "$src"/engine/quant/*.c "$src/engine/util/error.c" \
     "$src/engine/kernels/tier_ref.c" "$src/engine/kernels/tier_neon.c" \
