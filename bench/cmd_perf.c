@@ -196,9 +196,13 @@ int cmd_kernels(int argc, char **argv) {
     tb_type_t types[16];
     int n_types = 0;
     if (fmt) {
-        if (tb_type_from_name(fmt, &types[0]) != TB_OK || !tb_type_supported(types[0]) ||
-            types[0] == TB_TYPE_Q8_K) {
+        if (tb_type_from_name(fmt, &types[0]) != TB_OK) {
             fprintf(stderr, "ternbench kernels: %s\n", tb_last_error());
+            return 2;
+        }
+        if (!tb_type_supported(types[0]) || types[0] == TB_TYPE_Q8_K) {   /* no message was set */
+            fprintf(stderr, "ternbench kernels: --format %s: not a weight format (expected f32, f16, "
+                            "bf16, q8_0, q4_0, q4_k, q6_k, tq1_0 or tq2_0)\n", fmt);
             return 2;
         }
         n_types = 1;
