@@ -278,6 +278,7 @@ static void test_usage_errors(void **state) {
         {"bogus", "model", "bogus", NULL},
         {"avx9", "kernels", "--isa", "avx9", NULL},
         {"q9_9", "kernels", "--format", "q9_9", NULL},
+        {"q8_k", "kernels", "--format", "q8_k", NULL},
         {"0", "kernels", "-t", "0", NULL},
         {"abc", "bandwidth", "-t", "abc", NULL},
         {"--text", "tokenize", "-m", "m.gguf", NULL},
