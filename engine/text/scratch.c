@@ -1,6 +1,6 @@
 /*
- * scratch.c — per-call growable buffers and the bigram priority queue the
- * SPM and BPE merge loops share.
+ * scratch.c — per-call growable buffers, the bigram priority queue and the
+ * merge loop SPM and BPE share (they differ only in a pair's priority).
  */
 #include "text/text.h"
 
@@ -81,4 +81,47 @@ tb_bigram_t tb_heap_pop(tb_bigram_heap_t *h) {
     }
     if (h->n > 0) h->v[i] = last;
     return top;
+}
+
+/* ===================================================================== */
+/* Merge loop                                                             */
+/* ===================================================================== */
+
+/* Queue the pair (left, right) if `prio` says it is a merge. */
+static int try_bigram(const tb_tokenizer_t *t, tb_tok_scratch_t *s, tb_pair_prio_fn prio,
+                      int32_t left, int32_t right) {
+    if (left < 0 || right < 0) return TB_OK;
+    const tb_symbol_t *l = &s->sym[left], *r = &s->sym[right];
+    double p;
+    if (!prio(t, l, r, &p)) return TB_OK;
+    return tb_heap_push(&s->heap, (tb_bigram_t){p, left, right, l->n + r->n});
+}
+
+int tb_tok_merge(const tb_tokenizer_t *t, tb_tok_scratch_t *s, const char *text, size_t n,
+                 tb_pair_prio_fn prio) {
+    assert(n > 0);
+    int rc = tb_tok_scratch_sym(s, n);
+    if (rc != TB_OK) return rc;
+    s->nsym = 0;
+    for (size_t off = 0; off < n;) {
+        size_t k = TB_MIN(tb_utf8_len((uint8_t)text[off]), n - off);
+        int32_t i = (int32_t)s->nsym++;
+        s->sym[i] = (tb_symbol_t){text + off, (int32_t)k, i - 1, off + k == n ? -1 : i + 1};
+        off += k;
+    }
+    s->heap.n = 0;
+    for (int32_t i = 1; i < (int32_t)s->nsym; i++)
+        if ((rc = try_bigram(t, s, prio, i - 1, i)) != TB_OK) return rc;
+    while (s->heap.n > 0) {
+        tb_bigram_t b = tb_heap_pop(&s->heap);
+        tb_symbol_t *l = &s->sym[b.left], *r = &s->sym[b.right];
+        if (l->n == 0 || r->n == 0 || l->n + r->n != b.size) continue;   /* stale */
+        l->n += r->n;
+        r->n = 0;
+        l->next = r->next;
+        if (r->next >= 0) s->sym[r->next].prev = b.left;
+        if ((rc = try_bigram(t, s, prio, l->prev, b.left)) != TB_OK) return rc;
+        if ((rc = try_bigram(t, s, prio, b.left, l->next)) != TB_OK) return rc;
+    }
+    return TB_OK;
 }

@@ -6,6 +6,7 @@
  * on the call, so one tokenizer may be used from many threads at once.
  *
  *   vocab.c     load, token-text hash map, merge-rank hash map, accessors
+ *   scratch.c   per-call buffers, bigram heap, the shared merge loop
  *   pretok.c    pre-tokenizer regexes (PCRE2, UTF + UCP), multi-pass split
  *   tok_spm.c   SentencePiece-BPE ("llama"): score-ordered bigram merges
  *   tok_bpe.c   byte-level BPE ("gpt2"): byte alphabet, rank-ordered merges
@@ -147,6 +148,18 @@ typedef struct tb_tok_scratch {
 void tb_tok_scratch_free(tb_tok_scratch_t *s);
 int  tb_tok_scratch_buf(tb_tok_scratch_t *s, size_t n);   /* ensure capbuf >= n */
 int  tb_tok_scratch_sym(tb_tok_scratch_t *s, size_t n);   /* ensure capsym >= n */
+
+/* Priority of merging the adjacent symbols l, r (higher merges first);
+ * false when the pair is not a merge. */
+typedef bool (*tb_pair_prio_fn)(const tb_tokenizer_t *t, const tb_symbol_t *l,
+                                const tb_symbol_t *r, double *prio);
+
+/* The merge loop of both encoders: split text[0..n) (n > 0) into one symbol
+ * per UTF-8 character (a malformed byte is its own), then repeatedly merge
+ * the adjacent pair of highest `prio` (ties: leftmost first) until no pair
+ * merges. The result is the list s->sym[0], s->sym[0].next, ... (-1 ends). */
+int  tb_tok_merge(const tb_tokenizer_t *t, tb_tok_scratch_t *s, const char *text, size_t n,
+                  tb_pair_prio_fn prio);
 
 /* ===================================================================== */
 /* Encoders (one raw-text fragment each, appending to out)                */

@@ -64,16 +64,15 @@ int tb_bpe_cp_to_byte(uint32_t cp) {
 }
 
 /* ===================================================================== */
-/* Merge loop                                                             */
+/* Merge priority and emission                                           */
 /* ===================================================================== */
 
-/* Queue the pair (left, right) if it is a merge. */
-static int try_bigram(const tb_tokenizer_t *t, tb_tok_scratch_t *s, int32_t left, int32_t right) {
-    if (left < 0 || right < 0) return TB_OK;
-    const tb_symbol_t *l = &s->sym[left], *r = &s->sym[right];
+/* A pair merges when "l r" is a merge; the lowest rank merges first. */
+static bool pair_prio(const tb_tokenizer_t *t, const tb_symbol_t *l, const tb_symbol_t *r,
+                      double *prio) {
     int32_t rank = tb_vocab_merge_rank(t, l->text, (size_t)l->n, r->text, (size_t)r->n);
-    if (rank < 0) return TB_OK;
-    return tb_heap_push(&s->heap, (tb_bigram_t){-(double)rank, left, right, l->n + r->n});
+    *prio = -(double)rank;
+    return rank >= 0;
 }
 
 static int emit(const tb_tokenizer_t *t, const char *text, size_t n, tb_ids_t *out) {
@@ -91,29 +90,8 @@ static int emit(const tb_tokenizer_t *t, const char *text, size_t n, tb_ids_t *o
 static int encode_word(const tb_tokenizer_t *t, tb_tok_scratch_t *s, const char *w, size_t n,
                        tb_ids_t *out) {
     if (t->ignore_merges && tb_vocab_find(t, w, n) >= 0) return emit(t, w, n, out);
-    int rc = tb_tok_scratch_sym(s, n);
+    int rc = tb_tok_merge(t, s, w, n, pair_prio);
     if (rc != TB_OK) return rc;
-    s->nsym = 0;
-    for (size_t off = 0; off < n;) {
-        size_t k = TB_MIN(tb_utf8_len((uint8_t)w[off]), n - off);
-        int32_t i = (int32_t)s->nsym++;
-        s->sym[i] = (tb_symbol_t){w + off, (int32_t)k, i - 1, off + k == n ? -1 : i + 1};
-        off += k;
-    }
-    s->heap.n = 0;
-    for (int32_t i = 1; i < (int32_t)s->nsym; i++)
-        if ((rc = try_bigram(t, s, i - 1, i)) != TB_OK) return rc;
-    while (s->heap.n > 0) {
-        tb_bigram_t b = tb_heap_pop(&s->heap);
-        tb_symbol_t *l = &s->sym[b.left], *r = &s->sym[b.right];
-        if (l->n == 0 || r->n == 0 || l->n + r->n != b.size) continue;   /* stale */
-        l->n += r->n;
-        r->n = 0;
-        l->next = r->next;
-        if (r->next >= 0) s->sym[r->next].prev = b.left;
-        if ((rc = try_bigram(t, s, l->prev, b.left)) != TB_OK) return rc;
-        if ((rc = try_bigram(t, s, b.left, l->next)) != TB_OK) return rc;
-    }
     for (int32_t i = 0; i != -1; i = s->sym[i].next)
         if ((rc = emit(t, s->sym[i].text, (size_t)s->sym[i].n, out)) != TB_OK) return rc;
     return TB_OK;

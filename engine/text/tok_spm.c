@@ -16,13 +16,13 @@
 
 #define SPACE_ESC "\xE2\x96\x81"   /* U+2581 LOWER ONE EIGHTH BLOCK */
 
-/* Queue the pair (left, right) if its concatenation is a token. */
-static int try_bigram(const tb_tokenizer_t *t, tb_tok_scratch_t *s, int32_t left, int32_t right) {
-    if (left < 0 || right < 0) return TB_OK;
-    const tb_symbol_t *l = &s->sym[left], *r = &s->sym[right];
+/* A pair merges when its concatenation is a token; the best score first. */
+static bool pair_prio(const tb_tokenizer_t *t, const tb_symbol_t *l, const tb_symbol_t *r,
+                      double *prio) {
     int32_t id = tb_vocab_find(t, l->text, (size_t)(l->n + r->n));
-    if (id < 0) return TB_OK;
-    return tb_heap_push(&s->heap, (tb_bigram_t){t->score[id], left, right, l->n + r->n});
+    if (id < 0) return false;
+    *prio = t->score[id];
+    return true;
 }
 
 /* Emit symbol text as its token or as byte-fallback tokens. */
@@ -55,31 +55,8 @@ int tb_spm_encode(const tb_tokenizer_t *t, tb_tok_scratch_t *s, const char *text
     }
     if (n == 0) return TB_OK;
 
-    /* 2. one symbol per UTF-8 character */
-    if ((rc = tb_tok_scratch_sym(s, n)) != TB_OK) return rc;
-    s->nsym = 0;
-    for (size_t off = 0; off < n;) {
-        size_t k = TB_MIN(tb_utf8_len((uint8_t)e[off]), n - off);
-        int32_t i = (int32_t)s->nsym++;
-        s->sym[i] = (tb_symbol_t){e + off, (int32_t)k, i - 1, off + k == n ? -1 : i + 1};
-        off += k;
-    }
-
-    /* 3. merge by score */
-    s->heap.n = 0;
-    for (int32_t i = 1; i < (int32_t)s->nsym; i++)
-        if ((rc = try_bigram(t, s, i - 1, i)) != TB_OK) return rc;
-    while (s->heap.n > 0) {
-        tb_bigram_t b = tb_heap_pop(&s->heap);
-        tb_symbol_t *l = &s->sym[b.left], *r = &s->sym[b.right];
-        if (l->n == 0 || r->n == 0 || l->n + r->n != b.size) continue;   /* stale */
-        l->n += r->n;
-        r->n = 0;
-        l->next = r->next;
-        if (r->next >= 0) s->sym[r->next].prev = b.left;
-        if ((rc = try_bigram(t, s, l->prev, b.left)) != TB_OK) return rc;
-        if ((rc = try_bigram(t, s, b.left, l->next)) != TB_OK) return rc;
-    }
+    /* 2-3. one symbol per UTF-8 character, merged by score */
+    if ((rc = tb_tok_merge(t, s, e, n, pair_prio)) != TB_OK) return rc;
 
     /* 4. emit */
     for (int32_t i = 0; i != -1; i = s->sym[i].next)
