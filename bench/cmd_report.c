@@ -42,6 +42,14 @@ static int is_number(const char *s) {
     return 1;
 }
 
+/* Options followed by a value (--run takes its ids itself). */
+static int takes_value(const char *a) {
+    static const char *const opts[] = {"--db", "--out", "-o", "--tag", "--last", "--baseline", "--compare"};
+    for (size_t i = 0; i < sizeof opts / sizeof opts[0]; i++)
+        if (!strcmp(a, opts[i])) return 1;
+    return 0;
+}
+
 int cmd_report(int argc, char **argv) {
     tb_report_opts_t o = tb_report_default_opts();
     o.db_path = getenv("TB_DB") && *getenv("TB_DB") ? getenv("TB_DB") : DEFAULT_DB;
@@ -52,7 +60,7 @@ int cmd_report(int argc, char **argv) {
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) { usage(stdout); return 0; }
         else if (!strcmp(a, "--diffable")) o.diffable = true;
         else if (!strcmp(a, "--no-charts")) o.no_charts = true;
-        else if (!v) { fprintf(stderr, "ternbench report: %s needs a value\n", a); usage(stderr); return 2; }
+        else if (!v && takes_value(a)) { fprintf(stderr, "ternbench report: %s needs a value\n", a); usage(stderr); return 2; }
         else if (!strcmp(a, "--db")) { o.db_path = v; i++; }
         else if (!strcmp(a, "--out") || !strcmp(a, "-o")) { o.out_dir = v; i++; }
         else if (!strcmp(a, "--run")) {
