@@ -288,6 +288,8 @@ static void test_usage_errors(void **state) {
         {"byte 1", "run", "good.ini", "--db", "base.db", "--tag", "a b=c", NULL},
         {"byte 6", "run", "good.ini", "--db", "base.db", "--tag", "note=x\ny", NULL},
         {"--out", "report", "--db", "base.db", NULL},
+        {"unknown argument '--bogus'", "report", "--db", "base.db", "--out", "r", "--bogus", NULL},
+        {"--db needs a value", "report", "--out", "r", "--db", NULL},
         {"usage", "scenario", "bogus", NULL},
         {"--bogus", "list", "--db", "base.db", "--bogus", NULL},
         {"frobnicate", "frobnicate", NULL},
