@@ -604,6 +604,12 @@ end:;
         int erc = tb_store_run_end(store, c.run_id, status, msg[0] ? msg : NULL, bw_after);
         if (rc == TB_OK) rc = erc;
         else if (erc) tb_err(rc, "%s", msg);   /* keep the first error's message */
+        if (erc) {   /* e.g. a full disk: say what state the run is left in */
+            char first[1024];
+            snprintf(first, sizeof first, "%s", tb_last_error());
+            tb_err(rc, "%s (run %lld stays 'running' until the next ternbench run, list, show or "
+                   "export on this database marks it interrupted)", first, (long long)c.run_id);
+        }
     }
     if (opts->summary && c.n_rows > 0) print_summary(&c, opts->summary, res);
 out:
