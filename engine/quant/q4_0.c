@@ -4,6 +4,7 @@
  * element j + 16 in its high nibble. Dot product against Q8_0 activations.
  */
 #include "quant/quant.h"
+#include "quant/rounding.h"
 
 #include <math.h>
 
@@ -15,11 +16,7 @@ void tb_quantize_row_q4_0_ref(const float *x, void *vy, int64_t n) {
     const int64_t nb = n / QK4_0;
     for (int64_t i = 0; i < nb; i++) {
         const float *xb = x + i * QK4_0;   // (32)
-        float amax = 0.0f, max = 0.0f;
-        for (int j = 0; j < QK4_0; j++) {
-            if (fabsf(xb[j]) > amax) { amax = fabsf(xb[j]); max = xb[j]; }
-        }
-        const float d = max / -8.0f;
+        const float d = tb_absmax_signed(xb, QK4_0) / -8.0f;
         const float id = d ? 1.0f / d : 0.0f;
         y[i].d = tb_fp32_to_fp16(d);
         for (int j = 0; j < QK4_0 / 2; j++) {

@@ -14,9 +14,7 @@ void tb_quantize_row_q8_0_ref(const float *x, void *vy, int64_t n) {
     const int64_t nb = n / QK8_0;
     for (int64_t i = 0; i < nb; i++) {
         const float *xb = x + i * QK8_0;   // (32)
-        float amax = 0.0f;
-        for (int j = 0; j < QK8_0; j++) amax = fmaxf(amax, fabsf(xb[j]));
-        const float d = amax / 127.0f;
+        const float d = tb_absmax(xb, QK8_0) / 127.0f;
         const float id = d ? 1.0f / d : 0.0f;
         y[i].d = tb_fp32_to_fp16(d);
         for (int j = 0; j < QK8_0; j++) y[i].qs[j] = (int8_t)tb_nearest_int(xb[j] * id);

@@ -17,11 +17,8 @@ void tb_quantize_row_q8_K_ref(const float *x, void *vy, int64_t n) {
     const int64_t nb = n / QK_K;
     for (int64_t i = 0; i < nb; i++) {
         const float *xb = x + i * QK_K;   // (256)
-        float amax = 0.0f, max = 0.0f;
-        for (int j = 0; j < QK_K; j++) {
-            if (fabsf(xb[j]) > amax) { amax = fabsf(xb[j]); max = xb[j]; }
-        }
-        if (amax == 0.0f) {
+        const float max = tb_absmax_signed(xb, QK_K);
+        if (max == 0.0f) {
             memset(&y[i], 0, sizeof y[i]);
             continue;
         }

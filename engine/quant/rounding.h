@@ -1,9 +1,11 @@
 /*
- * rounding.h — rounding helpers shared by the quantizers (internal to quant/).
+ * rounding.h — rounding and block-maximum helpers shared by the quantizers
+ * (internal to quant/).
  */
 #ifndef TB_QUANT_ROUNDING_H
 #define TB_QUANT_ROUNDING_H
 
+#include <math.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -18,6 +20,24 @@ static inline int tb_nearest_int(float f) {
     int32_t bits;
     memcpy(&bits, &v, 4);
     return (bits & 0x007fffff) - 0x00400000;
+}
+
+/* Largest |x_j| of x[0..n) (0 when n == 0; NaNs are passed over). */
+static inline float tb_absmax(const float *x, int n) {
+    float amax = 0.0f;
+    for (int j = 0; j < n; j++) amax = fmaxf(amax, fabsf(x[j]));
+    return amax;
+}
+
+/* The x_j of largest magnitude with its sign (the first of equal ones; 0
+ * when every |x_j| is 0, NaNs passed over): ggml's `max`, which the
+ * symmetric formats map to their most negative code. */
+static inline float tb_absmax_signed(const float *x, int n) {
+    float amax = 0.0f, max = 0.0f;
+    for (int j = 0; j < n; j++) {
+        if (fabsf(x[j]) > amax) { amax = fabsf(x[j]); max = x[j]; }
+    }
+    return max;
 }
 
 #endif

@@ -110,11 +110,8 @@ static void codes_sym(int n, int nmax, const float *x, float iscale, uint8_t *L,
 }
 
 float tb_search_scale_sym(int n, int nmax, const float *x, uint8_t *L) {
-    float amax = 0.0f, max = 0.0f;
-    for (int i = 0; i < n; i++) {
-        if (fabsf(x[i]) > amax) { amax = fabsf(x[i]); max = x[i]; }
-    }
-    if (amax < TB_GROUP_EPS) {
+    const float max = tb_absmax_signed(x, n);
+    if (fabsf(max) < TB_GROUP_EPS) {
         memset(L, 0, (size_t)n);
         return 0.0f;
     }

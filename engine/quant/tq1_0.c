@@ -13,6 +13,7 @@
  *                trit n of qh[m] is element 240 + 4n + m  (elements 240..255)
  */
 #include "quant/quant.h"
+#include "quant/rounding.h"
 
 #include <math.h>
 
@@ -55,9 +56,7 @@ void tb_quantize_row_tq1_0_ref(const float *x, void *vy, int64_t n) {
     const int64_t nb = n / QK_K;
     for (int64_t i = 0; i < nb; i++) {
         const float *xb = x + i * QK_K;   // (256)
-        float amax = 0.0f;
-        for (int j = 0; j < QK_K; j++) amax = fmaxf(amax, fabsf(xb[j]));
-        const float d = amax, id = d ? 1.0f / d : 0.0f;
+        const float d = tb_absmax(xb, QK_K), id = d ? 1.0f / d : 0.0f;
         y[i].d = tb_fp32_to_fp16(d);
 
         int t[QK_K / 5 + 1][5];   /* trits per storage byte: 48 qs + 4 qh */
