@@ -13,7 +13,7 @@
  *                trit n of qh[m] is element 240 + 4n + m  (elements 240..255)
  */
 #include "quant/quant.h"
-#include "quant/rounding.h"
+#include "quant/ternary.h"
 
 #include <math.h>
 
@@ -77,8 +77,7 @@ void tb_dequantize_row_tq1_0_ref(const void *vx, float *y, int64_t n) {
     for (int64_t i = 0; i < nb; i++) {
         uint8_t t[QK_K];   // (256) trits
         tq1_unpack(&x[i], t);
-        const float d = tb_fp16_to_fp32(x[i].d);
-        for (int e = 0; e < QK_K; e++) y[i * QK_K + e] = (float)(t[e] - 1) * d;
+        tb_ternary_dequant(t, tb_fp16_to_fp32(x[i].d), y + i * QK_K);
     }
 }
 
@@ -91,10 +90,7 @@ void tb_vec_dot_tq1_0_q8_K_ref(int64_t n, float *s, const void *vw, const void *
     for (int64_t i = 0; i < nb; i++) {
         uint8_t t[QK_K];   // (256) trits
         tq1_unpack(&w[i], t);
-        int32_t sumi = 0, suma = 0;
-        for (int e = 0; e < QK_K; e++) sumi += t[e] * (int32_t)a[i].qs[e];
-        for (int g = 0; g < QK_K / 16; g++) suma += a[i].bsums[g];
-        sum += (float)(sumi - suma) * (tb_fp16_to_fp32(w[i].d) * a[i].d);
+        sum += (float)tb_ternary_dot(t, &a[i]) * (tb_fp16_to_fp32(w[i].d) * a[i].d);
     }
     *s = sum;
 }

@@ -5,7 +5,7 @@
  * qs[32h + m].
  */
 #include "quant/quant.h"
-#include "quant/rounding.h"
+#include "quant/ternary.h"
 
 #include <math.h>
 
@@ -43,8 +43,7 @@ void tb_dequantize_row_tq2_0_ref(const void *vx, float *y, int64_t n) {
     for (int64_t i = 0; i < nb; i++) {
         uint8_t q[QK_K];   // (256) codes
         tq2_unpack(&x[i], q);
-        const float d = tb_fp16_to_fp32(x[i].d);
-        for (int e = 0; e < QK_K; e++) y[i * QK_K + e] = (float)(q[e] - 1) * d;
+        tb_ternary_dequant(q, tb_fp16_to_fp32(x[i].d), y + i * QK_K);
     }
 }
 
@@ -58,10 +57,7 @@ void tb_vec_dot_tq2_0_q8_K_ref(int64_t n, float *s, const void *vw, const void *
     for (int64_t i = 0; i < nb; i++) {
         uint8_t q[QK_K];   // (256) codes
         tq2_unpack(&w[i], q);
-        int32_t sumi = 0, suma = 0;
-        for (int e = 0; e < QK_K; e++) sumi += q[e] * (int32_t)a[i].qs[e];
-        for (int g = 0; g < QK_K / 16; g++) suma += a[i].bsums[g];
-        sum += (float)(sumi - suma) * (tb_fp16_to_fp32(w[i].d) * a[i].d);
+        sum += (float)tb_ternary_dot(q, &a[i]) * (tb_fp16_to_fp32(w[i].d) * a[i].d);
     }
     *s = sum;
 }
