@@ -55,12 +55,12 @@ static void test_tokenize_detokenize_roundtrip(void **state) {
     char args[2048], ids[4096];
     snprintf(args, sizeof args, "tokenize -m '%s' --text '%s' --ids-only --no-special", model, text);
     assert_int_equal(run(args, NULL, NULL), 0);
-    snprintf(ids, sizeof ids, "%s", slurp("out.txt"));
+    assert_true(snprintf(ids, sizeof ids, "%s", slurp("out.txt")) < (int)sizeof ids);
     char *nl = strchr(ids, '\n');
     assert_non_null(nl);
     *nl = 0;
     assert_true(strlen(ids) > 0);
-    snprintf(args, sizeof args, "detokenize -m '%s' %s", model, ids);
+    assert_true(snprintf(args, sizeof args, "detokenize -m '%s' %s", model, ids) < (int)sizeof args);
     assert_int_equal(run(args, NULL, NULL), 0);
     assert_string_equal(slurp("out.txt"), text);
     /* the table form has one line per id */
@@ -119,7 +119,7 @@ static void test_generate_ids_and_logits(void **state) {
     assert_int_equal(sb.st_size, 512 * 4);       /* llama-tiny: 512-token vocabulary */
     /* greedy is deterministic: same ids again */
     char first[4096];
-    snprintf(first, sizeof first, "%s", slurp("out.txt"));
+    assert_true(snprintf(first, sizeof first, "%s", slurp("out.txt")) < (int)sizeof first);
     assert_int_equal(run(args, NULL, NULL), 0);
     assert_string_equal(slurp("out.txt"), first);
     /* text mode streams something and ends with a newline */
