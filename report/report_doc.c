@@ -111,41 +111,39 @@ void rp_doc_note(rp_doc_t *d, const char *fmt, ...) {
     va_end(ap);
 }
 
+/* One line of cells: "| a | b |" in markdown, <tag>a</tag><tag>b</tag> in
+ * html (right-aligned columns get class "r"). */
+static void cells(rp_doc_t *d, const char *const *v, const char *tag) {
+    rp_buf_puts(&d->md, "|");
+    for (int i = 0; i < d->n_cols; i++) {
+        rp_buf_puts(&d->md, " ");
+        md_cell(&d->md, v[i]);
+        rp_buf_puts(&d->md, " |");
+        rp_buf_printf(&d->html, "<%s%s>", tag, d->align[i] == 'r' ? " class=\"r\"" : "");
+        html_esc(&d->html, v[i]);
+        rp_buf_printf(&d->html, "</%s>", tag);
+    }
+    rp_buf_puts(&d->md, "\n");
+}
+
 void rp_doc_table(rp_doc_t *d, int n_cols, const char *const *head, const char *align) {
     if (d->in_table) rp_doc_table_end(d);
     d->in_table = 1;
     d->n_cols = n_cols > 31 ? 31 : n_cols;
     snprintf(d->align, sizeof d->align, "%s", align);
-    rp_buf_puts(&d->md, "|");
     rp_buf_puts(&d->html, "<table>\n<thead><tr>");
-    for (int i = 0; i < d->n_cols; i++) {
-        rp_buf_puts(&d->md, " ");
-        md_cell(&d->md, head[i]);
-        rp_buf_puts(&d->md, " |");
-        rp_buf_printf(&d->html, "<th%s>", d->align[i] == 'r' ? " class=\"r\"" : "");
-        html_esc(&d->html, head[i]);
-        rp_buf_puts(&d->html, "</th>");
-    }
-    rp_buf_puts(&d->md, "\n|");
+    cells(d, head, "th");
+    rp_buf_puts(&d->md, "|");
     for (int i = 0; i < d->n_cols; i++)
         rp_buf_puts(&d->md, d->align[i] == 'r' ? " ---: |" : " --- |");
     rp_buf_puts(&d->md, "\n");
     rp_buf_puts(&d->html, "</tr></thead>\n<tbody>\n");
 }
 
-void rp_doc_row(rp_doc_t *d, const char *const *cells) {
+void rp_doc_row(rp_doc_t *d, const char *const *v) {
     if (!d->in_table) return;
-    rp_buf_puts(&d->md, "|");
     rp_buf_puts(&d->html, "<tr>");
-    for (int i = 0; i < d->n_cols; i++) {
-        rp_buf_puts(&d->md, " ");
-        md_cell(&d->md, cells[i]);
-        rp_buf_puts(&d->md, " |");
-        rp_buf_printf(&d->html, "<td%s>", d->align[i] == 'r' ? " class=\"r\"" : "");
-        html_esc(&d->html, cells[i]);
-        rp_buf_puts(&d->html, "</td>");
-    }
-    rp_buf_puts(&d->md, "\n");
+    cells(d, v, "td");
     rp_buf_puts(&d->html, "</tr>\n");
 }
 
