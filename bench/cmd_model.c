@@ -247,6 +247,9 @@ static int model_info(int argc, char **argv) {
         printf("  %-14s %14" PRIu64 "  %s\n", rows[i].what, rows[i].v, b1);
     }
     printf("\nisa:             %s (%s)\n", tb_isa_name(tb_isa_active()), tb_isa_features());
+    fmt_bytes(b1, sizeof b1, in.repack_bytes);
+    printf("load:            %.1f ms, repacked layouts %" PRIu64 " bytes (%s)\n", (double)in.load_ns / 1e6,
+           in.repack_bytes, b1);
     tb_model_free(m);
     return 0;
 }
