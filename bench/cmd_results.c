@@ -10,10 +10,12 @@
 #include "store.h"
 #include "ternbench.h"
 
+#include <errno.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* ===================================================================== */
 /* Shared                                                                 */
@@ -27,6 +29,11 @@ static const char *db_default(void) {
 /* Open the store (migrating and recovering like every opener). */
 static tb_store_t *open_store(const char *cmd, const char *db) {
     tb_store_t *s;
+    /* reading commands never create a database: a mistyped --db is an error */
+    if (access(db, F_OK) != 0) {
+        fprintf(stderr, "ternbench %s: %s: no results database there (%s)\n", cmd, db, strerror(errno));
+        return NULL;
+    }
     if (tb_store_open(db, &s, NULL) != TB_OK) {
         fprintf(stderr, "ternbench %s: %s\n", cmd, tb_last_error());
         return NULL;
