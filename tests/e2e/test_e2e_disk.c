@@ -327,6 +327,27 @@ static void test_full_stdout(void **state) {
     assert_int_equal(e2e_size("full-stdout.txt"), 1 << 20);
 }
 
+/* list/show/export on a database that does not exist: an error, and no
+ * empty database (or its directory) appears in its place */
+static void test_missing_db(void **state) {
+    (void)state;
+    const char *const cmds[][8] = {
+        {"list", "--db", "typo/none.db", NULL},
+        {"show", "1", "--db", "typo/none.db", NULL},
+        {"export", "--run", "1", "--db", "typo/none.db", NULL},
+        {"report", "--db", "typo/none.db", "--out", "rep-none", "--no-charts", NULL},
+    };
+    for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
+        e2e_res_t r;
+        e2e_run(E2E_NO_LIMIT, cmds[i], &r);
+        e2e_assert_clean(&r, cmds[i][0]);
+        if (r.status == 0) fail_msg("%s on a missing database: exit 0", cmds[i][0]);
+        e2e_assert_err_has(&r, cmds[i][0], "typo/none.db", NULL);
+        e2e_res_free(&r);
+        assert_int_equal(e2e_size("typo/none.db"), -1);
+    }
+}
+
 /* ===================================================================== */
 /* Broken database files                                                  */
 /* ===================================================================== */
@@ -554,6 +575,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_report_unwritable),
         cmocka_unit_test(test_unknown_run),
         cmocka_unit_test(test_full_stdout),
+        cmocka_unit_test(test_missing_db),
         cmocka_unit_test(test_corrupt_db),
         cmocka_unit_test(test_fifo_inputs),
         cmocka_unit_test(test_kill_during_synth),
