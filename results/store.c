@@ -234,6 +234,11 @@ int tb_store_open(const char *path, tb_store_t **out, int *n_recovered) {
         rc = exec(s, "PRAGMA journal_mode = WAL", "journal_mode");
         if (rc == TB_OK) break;
         int e = sqlite3_errcode(s->db);
+        if ((e & 0xff) == SQLITE_NOTADB || (e & 0xff) == SQLITE_CORRUPT) {   /* the first read of the file */
+            rc = tb_err(TB_ERR_FORMAT, "%s: not a ternbench results database (%s); the file was not modified",
+                        path, sqlite3_errmsg(s->db));
+            goto fail;
+        }
         if ((e & 0xff) != SQLITE_BUSY || tries > 300) goto fail;
         usleep(10000);
     }
