@@ -387,6 +387,8 @@ static void test_corrupt_db(void **state) {
             e2e_assert_clean(&r, what);
             if (r.status == 0) fail_msg("%s: exit 0; stdout:\n%.2000s", what, r.out);
             e2e_assert_err_has(&r, what, files[f], NULL);
+            if (!strstr(r.err, "not a ternbench results database") && !strstr(r.err, "malformed"))
+                fail_msg("%s: the message does not say what is wrong with the file:\n%s", what, r.err);
             e2e_res_free(&r);
             if (!same_bytes(files[f], orig)) fail_msg("%s: the database file was modified", what);
         }
