@@ -182,21 +182,17 @@ static int need(const cursor_t *c, uint64_t n, const char *what) {
     return TB_OK;
 }
 
-static int rd_u32(cursor_t *c, const char *what, uint32_t *v) {
-    int rc = need(c, 4, what);
+/* Read n bytes of `what` into v and step over them. */
+static int rd(cursor_t *c, const char *what, void *v, uint64_t n) {
+    int rc = need(c, n, what);
     if (rc) return rc;
-    memcpy(v, c->base + c->pos, 4);
-    c->pos += 4;
+    memcpy(v, c->base + c->pos, n);
+    c->pos += n;
     return TB_OK;
 }
 
-static int rd_u64(cursor_t *c, const char *what, uint64_t *v) {
-    int rc = need(c, 8, what);
-    if (rc) return rc;
-    memcpy(v, c->base + c->pos, 8);
-    c->pos += 8;
-    return TB_OK;
-}
+static int rd_u32(cursor_t *c, const char *what, uint32_t *v) { return rd(c, what, v, 4); }
+static int rd_u64(cursor_t *c, const char *what, uint64_t *v) { return rd(c, what, v, 8); }
 
 /* A gguf string: uint64 len + bytes. Leaves *off at the bytes. */
 static int rd_str(cursor_t *c, const char *what, uint64_t *off, uint64_t *len) {
