@@ -16,13 +16,10 @@
 #include "synth/synth.h"
 #include "quant/quant.h"
 
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #define BATCH_BYTES (8u << 20)    /* target output bytes per converted batch */
-#define MAX_THREADS 8
 
 /* Bare tensor name: "blk.3.attn_q.weight" → compares as "blk.3.attn_q". */
 static bool name_is(const char *name, const char *base) {
@@ -54,9 +51,7 @@ typedef struct conv_job {
     int64_t ne0, rows;
     const uint8_t *src;           /* (rows, src row bytes) */
     uint8_t *dst;                 /* (rows, dst row bytes) */
-    float *scratch[MAX_THREADS];  /* (ne0) per thread      */
-    int rc[MAX_THREADS];
-    char msg[MAX_THREADS][256];
+    synth_workers_t wk;           /* scratch (ne0) and errors per thread */
 } conv_job_t;
 
 static void conv_worker(void *arg, int ith, int nth) {
@@ -66,11 +61,11 @@ static void conv_worker(void *arg, int ith, int nth) {
     const int64_t per = (j->rows + nth - 1) / nth;
     const int64_t r0 = per * ith, r1 = TB_MIN(j->rows, r0 + per);
     for (int64_t r = r0; r < r1; r++) {
-        int rc = tb_dequantize_row(j->src_type, j->src + (size_t)r * sb, j->scratch[ith], j->ne0);
-        if (rc == TB_OK) rc = tb_quantize_row(j->dst_type, j->scratch[ith], j->dst + (size_t)r * db, j->ne0);
+        float *x = j->wk.scratch[ith];   // (ne0)
+        int rc = tb_dequantize_row(j->src_type, j->src + (size_t)r * sb, x, j->ne0);
+        if (rc == TB_OK) rc = tb_quantize_row(j->dst_type, x, j->dst + (size_t)r * db, j->ne0);
         if (rc != TB_OK) {
-            j->rc[ith] = rc;
-            snprintf(j->msg[ith], sizeof j->msg[ith], "%s", tb_last_error());
+            synth_workers_fail(&j->wk, ith, rc);
             return;
         }
     }
@@ -91,8 +86,8 @@ static int convert_tensor(tb_pool_t *pool, conv_job_t *j, tb_gguf_writer_t *w,
         j->rows = TB_MIN(batch, n_rows - r0);
         j->src = (const uint8_t *)t->data + (size_t)r0 * sb;
         tb_pool_run(pool, conv_worker, j);
-        for (int i = 0; i < MAX_THREADS; i++)
-            if (j->rc[i] != TB_OK) return tb_err(j->rc[i], "tensor %s: %s", t->name, j->msg[i]);
+        const int f = synth_workers_failed(&j->wk);
+        if (f >= 0) return tb_err(j->wk.rc[f], "tensor %s: %s", t->name, j->wk.msg[f]);
         int rc = tb_gguf_write_tensor_data(w, buf, (size_t)j->rows * db);
         if (rc != TB_OK) return rc;
     }
@@ -158,14 +153,10 @@ int tb_quantize_model_types(const char *in_path, const char *out_path, tb_type_t
         max_row = TB_MAX(max_row, (size_t)t.ne[0] * sizeof(float));
     }
     const size_t cap = TB_MAX((size_t)BATCH_BYTES, max_row);
-    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
     types = malloc((size_t)TB_MAX(nt, 1) * sizeof *types);
     buf = tb_alloc_aligned(cap);
-    bool ok = types && buf;
-    for (int i = 0; i < MAX_THREADS && ok; i++)
-        ok = (job.scratch[i] = malloc((size_t)max_ne0 * sizeof(float))) != NULL;
-    if (!ok) { rc = tb_err(TB_ERR_NOMEM, "quantize: out of memory"); goto done; }
-    if ((rc = tb_pool_new((int)TB_MAX(1, TB_MIN(ncpu, MAX_THREADS)), &pool)) != TB_OK) goto done;
+    if (!types || !buf || !synth_workers_alloc(&job.wk, max_ne0)) { rc = tb_err(TB_ERR_NOMEM, "quantize: out of memory"); goto done; }
+    if ((rc = tb_pool_new(synth_threads(), &pool)) != TB_OK) goto done;
     if ((rc = tb_gguf_writer_new(&w)) != TB_OK) goto done;
     if ((rc = declare(g, w, type, embd_type, output_type, types, on_keep, ud)) != TB_OK) goto done;
     if ((rc = tb_gguf_writer_begin(w, out_path)) != TB_OK) goto done;
@@ -179,7 +170,7 @@ int tb_quantize_model_types(const char *in_path, const char *out_path, tb_type_t
     }
     if (rc == TB_OK) rc = tb_gguf_writer_finish(w);
 done:
-    for (int i = 0; i < MAX_THREADS; i++) free(job.scratch[i]);
+    synth_workers_free(&job.wk);
     tb_free_aligned(buf);
     free(types);
     if (pool) tb_pool_free(pool);

@@ -13,11 +13,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #define CHUNK_BYTES (1u << 20)    /* target bytes of one seeded chunk        */
 #define BATCH_CHUNKS 16           /* chunks per batch (per buffer)          */
-#define MAX_THREADS 8
 
 /* ===================================================================== */
 /* Batch filling (runs on the pool)                                       */
@@ -31,26 +29,21 @@ typedef struct fill_job {
     int n_chunks;                 /* chunks in this batch                 */
     uint8_t *buf;                 /* (n_chunks * rows_per_chunk, row)     */
     size_t row_bytes;
-    float *scratch[MAX_THREADS];  /* (ne0) per thread                     */
-    int rc[MAX_THREADS];
-    char msg[MAX_THREADS][256];
+    synth_workers_t wk;           /* scratch (ne0) and errors per thread  */
 } fill_job_t;
 
 static void fill_worker(void *arg, int ith, int nth) {
     fill_job_t *j = arg;
     const synth_tensor_t *t = &j->pl->tensors[j->ti];
-    for (int c = ith; c < j->n_chunks && j->rc[ith] == TB_OK; c += nth) {
+    for (int c = ith; c < j->n_chunks && j->wk.rc[ith] == TB_OK; c += nth) {
         const int64_t chunk = j->chunk0 + c;
         const int64_t r0 = chunk * j->rows_per_chunk;
         const int64_t nr = TB_MIN(j->rows_per_chunk, j->n_rows - r0);
         synth_rng_t rng;
         synth_rng_seed(&rng, j->pl->seed, (uint64_t)j->ti, (uint64_t)chunk);
         int rc = synth_fill_rows(t, &rng, nr, j->buf + (size_t)c * j->rows_per_chunk * j->row_bytes,
-                                 j->scratch[ith]);
-        if (rc != TB_OK) {
-            j->rc[ith] = rc;
-            snprintf(j->msg[ith], sizeof j->msg[ith], "%s", tb_last_error());
-        }
+                                 j->wk.scratch[ith]);
+        if (rc != TB_OK) synth_workers_fail(&j->wk, ith, rc);
     }
 }
 
@@ -139,8 +132,8 @@ static int stream_tensor(stream_state_t *s, int ti) {
         j->n_chunks = (int)TB_MIN((int64_t)BATCH_CHUNKS, n_chunks - c0);
         j->buf = s->buf[s->cur];
         tb_pool_run(s->pool, fill_worker, j);
-        for (int i = 0; i < MAX_THREADS; i++)
-            if (j->rc[i] != TB_OK) return tb_err(j->rc[i], "%s", j->msg[i]);
+        const int f = synth_workers_failed(&j->wk);
+        if (f >= 0) return tb_err(j->wk.rc[f], "%s", j->wk.msg[f]);
         const int64_t rows = TB_MIN(j->n_rows - c0 * j->rows_per_chunk,
                                     (int64_t)j->n_chunks * j->rows_per_chunk);
         const size_t len = (size_t)rows * j->row_bytes;
@@ -167,19 +160,14 @@ static int stream_all(stream_state_t *s) {
 /* Entry point                                                            */
 /* ===================================================================== */
 
-static int synth_threads(void) {
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
-    return (int)TB_MAX(1, TB_MIN(n, MAX_THREADS));
-}
-
 int tb_synth_model(const tb_synth_params_t *p, const char *out_path) {
     return synth_model_run(p, out_path, synth_threads());
 }
 
 int synth_model_run(const tb_synth_params_t *p, const char *out_path, int n_threads) {
     if (!out_path) return tb_err(TB_ERR_ARG, "synth: output path is NULL");
-    if (n_threads < 1 || n_threads > MAX_THREADS)
-        return tb_err(TB_ERR_ARG, "synth: %d threads (expected 1..%d)", n_threads, MAX_THREADS);
+    if (n_threads < 1 || n_threads > SYNTH_MAX_THREADS)
+        return tb_err(TB_ERR_ARG, "synth: %d threads (expected 1..%d)", n_threads, SYNTH_MAX_THREADS);
     synth_plan_t pl;
     tb_gguf_writer_t *w = NULL;
     tb_pool_t *pool = NULL;
@@ -210,10 +198,7 @@ int synth_model_run(const tb_synth_params_t *p, const char *out_path, int n_thre
     s.buf_cap = cap;
     s.buf[0] = tb_alloc_aligned(cap);
     s.buf[1] = tb_alloc_aligned(cap);
-    bool ok = s.buf[0] && s.buf[1];
-    for (int i = 0; i < MAX_THREADS && ok; i++)
-        ok = (s.job.scratch[i] = malloc((size_t)max_ne0 * sizeof(float))) != NULL;
-    if (!ok) { rc = tb_err(TB_ERR_NOMEM, "synth: out of memory for %zu-byte buffers", cap); goto done; }
+    if (!s.buf[0] || !s.buf[1] || !synth_workers_alloc(&s.job.wk, max_ne0)) { rc = tb_err(TB_ERR_NOMEM, "synth: out of memory for %zu-byte buffers", cap); goto done; }
 
     wx.w = w;
     pthread_mutex_init(&wx.mu, NULL);
@@ -237,7 +222,7 @@ done:
         pthread_mutex_destroy(&wx.mu);
         pthread_cond_destroy(&wx.cv);
     }
-    for (int i = 0; i < MAX_THREADS; i++) free(s.job.scratch[i]);
+    synth_workers_free(&s.job.wk);
     tb_free_aligned(s.buf[0]);
     tb_free_aligned(s.buf[1]);
     if (pool) tb_pool_free(pool);

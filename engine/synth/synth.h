@@ -150,4 +150,31 @@ uint64_t synth_rng_next(synth_rng_t *r);
 int synth_fill_rows(const synth_tensor_t *t, synth_rng_t *r, int64_t rows,
                     void *dst, float *scratch);
 
+/* ===================================================================== */
+/* Pool workers (generation in synth.c, conversion in quantize_model.c)   */
+/* ===================================================================== */
+
+#define SYNTH_MAX_THREADS 8
+
+/* Per-thread scratch and first error of a job run on the pool. tb_err's
+ * message is thread-local, so a failing worker copies it here for the
+ * calling thread to raise. */
+typedef struct synth_workers {
+    float *scratch[SYNTH_MAX_THREADS];   /* (ne0) per thread */
+    int rc[SYNTH_MAX_THREADS];
+    char msg[SYNTH_MAX_THREADS][256];
+} synth_workers_t;
+
+/* Threads to use: the online CPUs, clamped to 1..SYNTH_MAX_THREADS. */
+int  synth_threads(void);
+/* Give every thread a scratch of ne0 floats; false when out of memory
+ * (the caller says what it was allocating). Free with synth_workers_free
+ * either way. */
+bool synth_workers_alloc(synth_workers_t *w, int64_t ne0);
+void synth_workers_free(synth_workers_t *w);
+/* In worker ith: record rc and this thread's tb_last_error(). */
+void synth_workers_fail(synth_workers_t *w, int ith, int rc);
+/* After the job: the first thread that failed, or -1. */
+int  synth_workers_failed(const synth_workers_t *w);
+
 #endif
