@@ -25,25 +25,15 @@
 
 #include "store.h"
 #include "ternbench.h"
+#include "tmpdir.h"
 
-static char tmpdir[256];
 static const char *bin;
 
 static int setup(void **state) {
     (void)state;
     if (!bin) return -1;
-    snprintf(tmpdir, sizeof tmpdir, "/tmp/tb_run_XXXXXX");
-    return mkdtemp(tmpdir) ? 0 : -1;
+    return tmpdir_make("run");
 }
-
-static int teardown(void **state) {
-    (void)state;
-    char cmd[600];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
-    return system(cmd) == 0 ? 0 : -1;
-}
-
-static void tpath(char *buf, size_t cap, const char *name) { snprintf(buf, cap, "%s/%s", tmpdir, name); }
 
 static void write_file(const char *name, const char *text) {
     char p[512];
@@ -466,5 +456,5 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_concurrent_runs),
         cmocka_unit_test(test_failed_test),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, setup, tmpdir_teardown);
 }

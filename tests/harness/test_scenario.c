@@ -15,13 +15,11 @@
 
 #include "scenario.h"
 #include "ternbench.h"
-
-static char tmpdir[256];
+#include "tmpdir.h"
 
 static int setup(void **state) {
     (void)state;
-    snprintf(tmpdir, sizeof tmpdir, "/tmp/tb_scenario_XXXXXX");
-    if (!mkdtemp(tmpdir)) return -1;
+    if (tmpdir_make("scenario") != 0) return -1;
     char p[512];
     snprintf(p, sizeof p, "%s/m.gguf", tmpdir);     /* a readable "model" file */
     FILE *f = fopen(p, "w");
@@ -34,13 +32,6 @@ static int setup(void **state) {
     fputs("Hello, world. Grüße!\n", f);
     fclose(f);
     return 0;
-}
-
-static int teardown(void **state) {
-    (void)state;
-    char cmd[600];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
-    return system(cmd) == 0 ? 0 : -1;
 }
 
 /* Parse text as if it were TMPDIR/s.ini. */
@@ -277,5 +268,5 @@ int main(void) {
         cmocka_unit_test(test_readme_matches_keys),
         cmocka_unit_test(test_shipped_scenarios),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, setup, tmpdir_teardown);
 }

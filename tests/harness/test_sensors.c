@@ -16,14 +16,13 @@
 
 #include "sensors.h"
 #include "ternbench.h"
-
-static char root[256];
+#include "tmpdir.h"
 
 /* Write TEXT to ROOT/REL, creating directories. */
 static void put(const char *rel, const char *text) {
     char p[1024];
-    snprintf(p, sizeof p, "%s%s", root, rel);
-    for (char *q = p + strlen(root) + 1; *q; q++)
+    snprintf(p, sizeof p, "%s%s", tmpdir, rel);
+    for (char *q = p + strlen(tmpdir) + 1; *q; q++)
         if (*q == '/') { *q = '\0'; mkdir(p, 0755); *q = '/'; }
     FILE *f = fopen(p, "w");
     assert_non_null(f);
@@ -33,15 +32,7 @@ static void put(const char *rel, const char *text) {
 
 static int setup(void **state) {
     (void)state;
-    snprintf(root, sizeof root, "/tmp/tb_sensors_XXXXXX");
-    return mkdtemp(root) ? 0 : -1;
-}
-
-static int teardown(void **state) {
-    (void)state;
-    char cmd[600];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", root);
-    return system(cmd) == 0 ? 0 : -1;
+    return tmpdir_make("sensors");
 }
 
 static int find(const tb_sensors_t *s, const char *name) {
@@ -60,12 +51,12 @@ static void test_fake_sysfs(void **state) {
     put("/sys/class/powercap/intel-rapl:0/max_energy_range_uj", "2000000\n");
     put("/sys/class/powercap/intel-rapl:0/name", "package-0\n");
     char dir[600];   /* a hwmon input that cannot be read as a number */
-    snprintf(dir, sizeof dir, "%s/sys/class/hwmon/hwmon0/temp1_input", root);
+    snprintf(dir, sizeof dir, "%s/sys/class/hwmon/hwmon0/temp1_input", tmpdir);
     put("/sys/class/hwmon/hwmon0/name", "k10temp\n");
     assert_int_equal(mkdir(dir, 0755), 0);
 
     tb_sensors_t *s;
-    assert_int_equal(tb_sensors_start_at(root, 0, tb_now_ns(), &s), TB_OK);
+    assert_int_equal(tb_sensors_start_at(tmpdir, 0, tb_now_ns(), &s), TB_OK);
     assert_int_equal(tb_sensors_count(s), 5);
     int z1 = find(s, "thermal_zone1"), c0 = find(s, "cpu0_freq"), r = find(s, "rapl_0_package-0_energy");
     assert_true(z1 >= 0 && c0 >= 0 && r >= 0);
@@ -88,7 +79,7 @@ static void test_fake_sysfs(void **state) {
     tb_sensors_stop(s);
 
     /* with the thread: samples arrive for every sensor, timestamps ordered */
-    assert_int_equal(tb_sensors_start_at(root, 10, tb_now_ns(), &s), TB_OK);
+    assert_int_equal(tb_sensors_start_at(tmpdir, 10, tb_now_ns(), &s), TB_OK);
     struct timespec ts = {0, 80 * 1000000L};
     nanosleep(&ts, NULL);
     tb_sensor_sample_t *smp;
@@ -107,7 +98,7 @@ static void test_fake_sysfs(void **state) {
 
     /* an empty root: every family absent, nothing sampled */
     char empty[300];
-    snprintf(empty, sizeof empty, "%s/empty", root);
+    snprintf(empty, sizeof empty, "%s/empty", tmpdir);
     mkdir(empty, 0755);
     assert_int_equal(tb_sensors_start_at(empty, 10, tb_now_ns(), &s), TB_OK);
     assert_int_equal(tb_sensors_count(s), 0);
@@ -141,5 +132,5 @@ int main(void) {
         cmocka_unit_test(test_verdict),
         cmocka_unit_test(test_refwork),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, setup, tmpdir_teardown);
 }

@@ -18,24 +18,11 @@
 
 #include "store.h"
 #include "ternbench.h"
-
-static char tmpdir[256];
+#include "tmpdir.h"
 
 static int setup(void **state) {
     (void)state;
-    snprintf(tmpdir, sizeof tmpdir, "/tmp/tb_store_XXXXXX");
-    return mkdtemp(tmpdir) ? 0 : -1;
-}
-
-static int teardown(void **state) {
-    (void)state;
-    char cmd[600];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
-    return system(cmd) == 0 ? 0 : -1;
-}
-
-static void db_path(char *buf, size_t cap, const char *name) {
-    snprintf(buf, cap, "%s/%s", tmpdir, name);
+    return tmpdir_make("store");
 }
 
 /* One integer from a query on a raw connection. */
@@ -115,7 +102,7 @@ static int64_t start_run(tb_store_t *s) {
 static void test_create(void **state) {
     (void)state;
     char path[512];
-    db_path(path, sizeof path, "sub/new.db");   /* parent directory created too */
+    tpath(path, sizeof path, "sub/new.db");   /* parent directory created too */
     tb_store_t *s;
     int rc = tb_store_open(path, &s, NULL);
     if (rc) fail_msg("%s", tb_last_error());
@@ -183,7 +170,7 @@ static void test_create(void **state) {
 static void test_migrate_from_v1(void **state) {
     (void)state;
     char path[512];
-    db_path(path, sizeof path, "v1.db");
+    tpath(path, sizeof path, "v1.db");
     sqlite3 *db;
     assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
     char *err = NULL;
@@ -224,7 +211,7 @@ static void test_migrate_from_v1(void **state) {
 static void test_refuse_newer(void **state) {
     (void)state;
     char path[512];
-    db_path(path, sizeof path, "future.db");
+    tpath(path, sizeof path, "future.db");
     sqlite3 *db;
     assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
     assert_int_equal(sqlite3_exec(db, "PRAGMA user_version = 99", NULL, NULL, NULL), SQLITE_OK);
@@ -239,7 +226,7 @@ static void test_refuse_newer(void **state) {
 static void test_recover_dead_run(void **state) {
     (void)state;
     char path[512];
-    db_path(path, sizeof path, "dead.db");
+    tpath(path, sizeof path, "dead.db");
     tb_store_t *s;
     assert_int_equal(tb_store_open(path, &s, NULL), TB_OK);
     int64_t live = start_run(s);
@@ -327,7 +314,7 @@ static int writer(const char *path) {
 static void test_concurrent_writers(void **state) {
     (void)state;
     char path[512];
-    db_path(path, sizeof path, "concurrent.db");   /* created by the racing writers themselves */
+    tpath(path, sizeof path, "concurrent.db");   /* created by the racing writers themselves */
     pid_t kids[WRITERS];
     for (int i = 0; i < WRITERS; i++) {
         kids[i] = fork();
@@ -360,5 +347,5 @@ int main(void) {
         cmocka_unit_test(test_recover_dead_run),
         cmocka_unit_test(test_concurrent_writers),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, setup, tmpdir_teardown);
 }
