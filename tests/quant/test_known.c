@@ -17,6 +17,15 @@
 #define H_1 0x3c00     /* 1.0  */
 #define H_2 0x4000     /* 2.0  */
 
+/* The bsums of a hand-made Q8_K block: each 16 consecutive qs summed. */
+static void set_bsums(block_q8_K *a) {
+    for (int g = 0; g < 16; g++) {
+        int s = 0;
+        for (int j = 16 * g; j < 16 * g + 16; j++) s += a->qs[j];
+        a->bsums[g] = (int16_t)s;
+    }
+}
+
 /* ===================================================================== */
 /* Q8_0 and Q4_0                                                          */
 /* ===================================================================== */
@@ -241,11 +250,7 @@ static void test_tq1_0_block(void **state) {
     a.d = 0.5f;
     memset(a.qs, 1, sizeof a.qs);
     a.qs[0] = 10; a.qs[64] = -4; a.qs[163] = 7;
-    for (int g = 0; g < 16; g++) {
-        int s = 0;
-        for (int j = 16 * g; j < 16 * g + 16; j++) s += a.qs[j];
-        a.bsums[g] = (int16_t)s;
-    }
+    set_bsums(&a);
     float s;
     tb_vec_dot_tq1_0_q8_K_ref(256, &s, &b, &a);
     assert_true(s == -3.0f);
@@ -283,11 +288,7 @@ static void test_tq2_0_block(void **state) {
     block_q8_K a;
     a.d = 1.0f;
     for (int e = 0; e < 256; e++) a.qs[e] = (int8_t)(e % 5 - 2);
-    for (int g = 0; g < 16; g++) {
-        int s = 0;
-        for (int j = 16 * g; j < 16 * g + 16; j++) s += a.qs[j];
-        a.bsums[g] = (int16_t)s;
-    }
+    set_bsums(&a);
     float s;
     tb_vec_dot_tq2_0_q8_K_ref(256, &s, &b, &a);
     assert_true(s == -2.0f);
