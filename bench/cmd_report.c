@@ -9,20 +9,19 @@
  */
 #include "commands.h"
 #include "../report/report.h"
+#include "store.h"
 #include "ternbench.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define DEFAULT_DB "results/ternbench.db"
-
 static void usage(FILE *f) {
     fprintf(f,
         "usage: ternbench report [--db PATH] [--run ID... | --tag K=V | --last N] --out DIR\n"
         "                        [--baseline SEL --compare SEL] [--diffable] [--no-charts]\n"
         "\n"
-        "  --db PATH        results database (default " DEFAULT_DB ", or $TB_DB)\n"
+        "  --db PATH        results database (default " TB_STORE_DEFAULT_PATH ", or $TB_DB)\n"
         "  --run ID...      these runs (several ids, or --run repeated)\n"
         "  --tag K=V        runs tagged K=V\n"
         "  --last N         the N most recent runs (default: 1)\n"
@@ -52,7 +51,7 @@ static int takes_value(const char *a) {
 
 int cmd_report(int argc, char **argv) {
     tb_report_opts_t o = tb_report_default_opts();
-    o.db_path = getenv("TB_DB") && *getenv("TB_DB") ? getenv("TB_DB") : DEFAULT_DB;
+    o.db_path = tb_store_default_path();
     int have_sel = 0, have_base = 0, have_cmp = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];

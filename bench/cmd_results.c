@@ -21,11 +21,6 @@
 /* Shared                                                                 */
 /* ===================================================================== */
 
-static const char *db_default(void) {
-    const char *e = getenv("TB_DB");
-    return e && *e ? e : "results/ternbench.db";
-}
-
 /* Open the store (migrating and recovering like every opener). */
 static tb_store_t *open_store(const char *cmd, const char *db) {
     tb_store_t *s;
@@ -75,7 +70,7 @@ static int64_t find_run(sqlite3 *db, const char *cmd, const char *arg) {
 /* ===================================================================== */
 
 int cmd_list(int argc, char **argv) {
-    const char *db = db_default();
+    const char *db = tb_store_default_path();
     long last = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--db") && i + 1 < argc) db = argv[++i];
@@ -138,7 +133,7 @@ static int show_row(sqlite3 *db, const char *title, const char *sql, int64_t id)
 }
 
 int cmd_show(int argc, char **argv) {
-    const char *db = db_default(), *run = NULL;
+    const char *db = tb_store_default_path(), *run = NULL;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--db") && i + 1 < argc) db = argv[++i];
         else if (argv[i][0] != '-' && !run) run = argv[i];
@@ -235,7 +230,7 @@ static void json_str(const char *s) {
 }
 
 int cmd_export(int argc, char **argv) {
-    const char *db = db_default(), *format = "csv";
+    const char *db = tb_store_default_path(), *format = "csv";
     const char **runs = calloc((size_t)argc, sizeof *runs);
     int n_runs = 0, all = 0;
     if (!runs) return 1;

@@ -18,8 +18,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define DEFAULT_DB "results/ternbench.db"
-
 static volatile sig_atomic_t stop_flag;
 
 /* First signal: stop cleanly (the runner polls the flag between tokens).
@@ -33,19 +31,13 @@ static void on_signal(int sig) {
     stop_flag = 1;
 }
 
-/* The database path: --db, else $TB_DB, else results/ternbench.db. */
-static const char *db_default(void) {
-    const char *e = getenv("TB_DB");
-    return e && *e ? e : DEFAULT_DB;
-}
-
 static int run_usage(void) {
     fprintf(stderr, "usage: ternbench run SCENARIO.ini... [--db PATH] [--tag KEY=VALUE]... [-q]\n");
     return 2;
 }
 
 int cmd_run(int argc, char **argv) {
-    const char *db = db_default();
+    const char *db = tb_store_default_path();
     const char **files = calloc((size_t)argc, sizeof *files);
     const char **keys = calloc((size_t)argc, sizeof *keys), **vals = calloc((size_t)argc, sizeof *vals);
     char **owned = calloc((size_t)argc, sizeof *owned);

@@ -81,6 +81,11 @@ int tb_store_version(void) { return tb_store_n_steps; }
 sqlite3 *tb_store_db(tb_store_t *s) { return s->db; }
 const char *tb_store_path(const tb_store_t *s) { return s->path; }
 
+const char *tb_store_default_path(void) {
+    const char *e = getenv("TB_DB");
+    return e && *e ? e : TB_STORE_DEFAULT_PATH;
+}
+
 /* Set the sticky message from SQLite's state and return TB_ERR_IO. */
 static int sql_err(tb_store_t *s, int rc, const char *what) {
     return tb_err(TB_ERR_IO, "%s: %s: %s (sqlite %d)", s->path, what,

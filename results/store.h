@@ -91,6 +91,10 @@ typedef struct tb_run_facts {
 
 /* Latest schema version this build knows. */
 int  tb_store_version(void);
+/* The database the commands use without --db: $TB_DB when set and not
+ * empty, else TB_STORE_DEFAULT_PATH (relative to the working directory). */
+#define TB_STORE_DEFAULT_PATH "results/ternbench.db"
+const char *tb_store_default_path(void);
 /* Open (creating the file, and its parent directory, if absent), migrate,
  * recover dead runs. *n_recovered (may be NULL) gets how many runs were
  * marked interrupted. */

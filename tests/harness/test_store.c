@@ -339,6 +339,21 @@ static void test_concurrent_writers(void **state) {
     tb_store_close(s);
 }
 
+/* The commands' default database: $TB_DB unless unset or empty. */
+static void test_default_path(void **state) {
+    (void)state;
+    const char *saved = getenv("TB_DB");
+    char keep[1024] = "";
+    if (saved) snprintf(keep, sizeof keep, "%s", saved);
+    setenv("TB_DB", "/somewhere/else.db", 1);
+    assert_string_equal(tb_store_default_path(), "/somewhere/else.db");
+    setenv("TB_DB", "", 1);
+    assert_string_equal(tb_store_default_path(), "results/ternbench.db");
+    unsetenv("TB_DB");
+    assert_string_equal(tb_store_default_path(), "results/ternbench.db");
+    if (saved) setenv("TB_DB", keep, 1);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_create),
@@ -346,6 +361,7 @@ int main(void) {
         cmocka_unit_test(test_refuse_newer),
         cmocka_unit_test(test_recover_dead_run),
         cmocka_unit_test(test_concurrent_writers),
+        cmocka_unit_test(test_default_path),
     };
     return cmocka_run_group_tests(tests, setup, tmpdir_teardown);
 }
