@@ -355,7 +355,9 @@ typedef struct tb_model_info {
     int64_t n_params_active;/* parameters touched per token (top-k experts) */
     uint64_t file_bytes;
     uint64_t weight_bytes;  /* tensor data bytes                            */
-    tb_type_t main_type;    /* type holding most weight bytes               */
+    tb_type_t main_type;    /* type holding most bytes of the projections and
+                               experts (token_embd/output excluded unless the
+                               model has nothing else)                        */
     uint64_t load_ns;       /* wall time of tb_model_load                   */
     uint64_t repack_bytes;  /* extra memory for repacked layouts (0: none)  */
 } tb_model_info_t;

@@ -187,7 +187,7 @@ static bool is_expert_tensor(const char *name) {
 
 static void compute_info(tb_model_t *m) {
     tb_model_info_t *in = &m->info;
-    uint64_t by_type[TB_TYPE_COUNT] = {0};
+    uint64_t by_type[TB_TYPE_COUNT] = {0}, by_type_all[TB_TYPE_COUNT] = {0};
     int64_t n = tb_gguf_n_tensors(m->gguf);
     in->n_params = in->n_params_active = 0;
     in->weight_bytes = 0;
@@ -201,11 +201,20 @@ static void compute_info(tb_model_t *m) {
         else
             in->n_params_active += ne;
         in->weight_bytes += t.nbytes;
-        if ((unsigned)t.type < TB_TYPE_COUNT) by_type[t.type] += t.nbytes;
+        /* The main type is the projections' and experts' (what --type
+         * sets): embedding and output head are often kept wider. */
+        bool io = name_is(t.name, "token_embd") || name_is(t.name, "output");
+        if ((unsigned)t.type < TB_TYPE_COUNT) {
+            by_type[t.type] += io ? 0 : t.nbytes;
+            by_type_all[t.type] += t.nbytes;
+        }
     }
+    bool any = false;
+    for (int t = 0; t < TB_TYPE_COUNT; t++) any |= by_type[t] > 0;
+    const uint64_t *count = any ? by_type : by_type_all;
     in->main_type = TB_TYPE_F32;
     for (int t = 0; t < TB_TYPE_COUNT; t++)
-        if (by_type[t] > by_type[in->main_type]) in->main_type = (tb_type_t)t;
+        if (count[t] > count[in->main_type]) in->main_type = (tb_type_t)t;
     in->file_bytes = tb_gguf_file_size(m->gguf);
     in->repack_bytes = 0;
 }
