@@ -83,6 +83,67 @@ static void store(const att_ctx *c, int32_t t, int g) {
 }
 
 /* ===================================================================== */
+/* Scores kernel (AVX-512)                                                */
+/* ===================================================================== */
+
+/* The generic gemm reduces every K row (head_dim 64/128: 4-8 vector steps)
+ * with a horizontal sum per query, which dominates at depth. Here 16 K rows
+ * are done at once: one accumulator per row, then a fixed transpose-add
+ * tree turns the 16 accumulators into one vector of 16 scores. Each row's
+ * summation order depends on nothing but the row (tails are zero rows), so
+ * results are independent of run cuts, chunking and threads. */
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define TB_ATT_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma,f16c")))
+
+/* Lane i of the result = horizontal sum of v[i], i = 0..15. */
+TB_ATT_AVX512 static inline __m512 reduce16(__m512 v[16]) {
+    __m512 w[8], x[4], y[2];
+    for (int i = 0; i < 8; i++)      /* per 128-bit lane: rows 2i, 2i+1 at 0,2 / 1,3 */
+        w[i] = _mm512_add_ps(_mm512_unpacklo_ps(v[2 * i], v[2 * i + 1]),
+                             _mm512_unpackhi_ps(v[2 * i], v[2 * i + 1]));
+    for (int i = 0; i < 4; i++) {    /* per 128-bit lane: rows 4i..4i+3 */
+        __m512d a = _mm512_castps_pd(w[2 * i]), b = _mm512_castps_pd(w[2 * i + 1]);
+        x[i] = _mm512_add_ps(_mm512_castpd_ps(_mm512_unpacklo_pd(a, b)),
+                             _mm512_castpd_ps(_mm512_unpackhi_pd(a, b)));
+    }
+    for (int i = 0; i < 2; i++)      /* lane pairs summed: rows 8i..8i+7 */
+        y[i] = _mm512_add_ps(_mm512_shuffle_f32x4(x[2 * i], x[2 * i + 1], 0x88),
+                             _mm512_shuffle_f32x4(x[2 * i], x[2 * i + 1], 0xDD));
+    return _mm512_add_ps(_mm512_shuffle_f32x4(y[0], y[1], 0x88),
+                         _mm512_shuffle_f32x4(y[0], y[1], 0xDD));
+}
+
+/* 16 elements of a K row at column d (f16 or f32). */
+TB_ATT_AVX512 static inline __m512 kload(const uint8_t *row, int d, bool f16) {
+    if (f16) return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)((const uint16_t *)row + d)));
+    return _mm512_loadu_ps((const float *)row + d);
+}
+
+/* sc[h * ld + r] = K[r] · q[h] for rows r in [0, rows), h in [0, group):
+ * K rows `krow` bytes apart (f16 when f16, else f32), q (group, hd) f32,
+ * hd % 16 == 0. */
+TB_ATT_AVX512 static void scores_avx512(const uint8_t *K, size_t krow, bool f16, const float *q,
+                                        int group, int hd, float *sc, int64_t ld, int32_t rows) {
+    for (int32_t r0 = 0; r0 < rows; r0 += 16) {
+        const int nr = (int)TB_MIN(16, rows - r0);
+        const __mmask16 m = (__mmask16)(nr == 16 ? 0xFFFF : (1u << nr) - 1);
+        for (int h = 0; h < group; h++) {
+            const float *qh = q + (size_t)h * hd;                  /* (hd) */
+            __m512 acc[16];                                        /* (16 rows, 16 lanes) */
+            for (int r = 0; r < 16; r++) acc[r] = _mm512_setzero_ps();
+            for (int d = 0; d < hd; d += 16) {
+                const __m512 qv = _mm512_loadu_ps(qh + d);
+                for (int r = 0; r < nr; r++)
+                    acc[r] = _mm512_fmadd_ps(kload(K + (size_t)(r0 + r) * krow, d, f16), qv, acc[r]);
+            }
+            _mm512_mask_storeu_ps(sc + (size_t)h * (size_t)ld + r0, m, reduce16(acc));
+        }
+    }
+}
+#endif
+
+/* ===================================================================== */
 /* Attend                                                                 */
 /* ===================================================================== */
 
@@ -107,11 +168,21 @@ static void attend(const att_ctx *c, int32_t t, int g, int ith) {
     const uint8_t *Vt = (const uint8_t *)c->kv->v + (size_t)g * hd * cap * el;   /* (hd, cap) */
 
     /* ---- scores, one gemm per run of slots ---- */
+#if defined(TB_ATT_AVX512)
+    const bool fast = tb_kernels()->isa == TB_ISA_AVX512 && hd % 16 == 0 &&
+                      (s->p.kv_type == TB_TYPE_F16 || s->p.kv_type == TB_TYPE_F32);
+#endif
     for (int32_t j = j0; j <= p;) {
         const size_t slot = (size_t)(j % c->kv->cap);
         const int32_t run = (int32_t)TB_MIN((size_t)(p - j + 1), cap - slot);
-        kk->gemm(K + slot * krow, krow, q, (size_t)hd * sizeof(float), group, sc + (j - j0), ld,
-                 0, run, hd);
+#if defined(TB_ATT_AVX512)
+        if (fast)
+            scores_avx512(K + slot * krow, krow, s->p.kv_type == TB_TYPE_F16, q, group, hd,
+                          sc + (j - j0), ld, run);
+        else
+#endif
+            kk->gemm(K + slot * krow, krow, q, (size_t)hd * sizeof(float), group, sc + (j - j0),
+                     ld, 0, run, hd);
         j += run;
     }
     for (int h = 0; h < group; h++) {
