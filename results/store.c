@@ -443,6 +443,22 @@ int tb_store_run_end(tb_store_t *s, int64_t run_id, const char *status, const ch
     b_int(&b, 1, run_id); b_text(&b, 2, status); b_text(&b, 3, now);
     b_text(&b, 4, error); b_real_or_null(&b, 5, bandwidth_gbps_after);
     int rc = b_finish(&b, "end run");
+    /* The roofline of a run is the best of its two bandwidth probes (as
+     * `ternbench bench` and the report's roofline chart define it); tests
+     * stored roofline_pct against the probe before the run, so rescale them
+     * when the probe after it read higher. */
+    if (rc == TB_OK) {
+        char sql[512];
+        snprintf(sql, sizeof sql,
+                 "UPDATE measurements SET value = value * (SELECT bandwidth_gbps_before /"
+                 " bandwidth_gbps_after FROM runs WHERE id = %lld)"
+                 " WHERE (metric = 'roofline_pct' OR metric LIKE 'roofline_pct:%%')"
+                 " AND test_id IN (SELECT id FROM tests WHERE run_id = %lld)"
+                 " AND (SELECT bandwidth_gbps_before > 0 AND bandwidth_gbps_after >"
+                 " bandwidth_gbps_before FROM runs WHERE id = %lld)",
+                 (long long)run_id, (long long)run_id, (long long)run_id);
+        rc = exec(s, sql, "rescale roofline");
+    }
     /* Tests still 'running' in a run that ended are interrupted. */
     if (rc == TB_OK && strcmp(status, "complete") != 0) {
         char sql[160];
