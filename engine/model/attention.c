@@ -141,6 +141,48 @@ TB_ATT_AVX512 static void scores_avx512(const uint8_t *K, size_t krow, bool f16,
         }
     }
 }
+
+/* o[h * hd + d] = sum_j p[h * ld + j] * Vt[d][j], j in [0, n), d in
+ * [0, hd), h in [0, G): Vt rows vs bytes apart (f16 or f32), G divides 16.
+ * A step takes R = 16 / G rows of Vt, each 16-position chunk of them loaded
+ * once for all G queries; accumulator h * R + r holds (query h, row r).
+ * Each output's order depends only on n, so decode and prefill agree. */
+TB_ATT_AVX512 static inline __attribute__((always_inline)) void
+wsum_g(const uint8_t *Vt, size_t vs, bool f16, const float *p, int64_t ld, const int G, int hd,
+       float *o, int32_t n) {
+    const int R = 16 / G;
+    for (int d0 = 0; d0 < hd; d0 += R) {
+        __m512 acc[16];                                            /* (G * R, 16 lanes) */
+        for (int a = 0; a < 16; a++) acc[a] = _mm512_setzero_ps();
+        for (int32_t j = 0; j < n; j += 16) {
+            const __mmask16 m = (__mmask16)(n - j >= 16 ? 0xFFFF : (1u << (n - j)) - 1);
+            __m512 vv[16];                                         /* (R, 16 lanes) */
+            for (int r = 0; r < R; r++) {
+                const uint8_t *row = Vt + (size_t)(d0 + r) * vs;
+                vv[r] = f16 ? _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, (const uint16_t *)row + j))
+                            : _mm512_maskz_loadu_ps(m, (const float *)row + j);
+            }
+            for (int h = 0; h < G; h++) {
+                const __m512 pv = _mm512_maskz_loadu_ps(m, p + (size_t)h * (size_t)ld + j);
+                for (int r = 0; r < R; r++) acc[h * R + r] = _mm512_fmadd_ps(vv[r], pv, acc[h * R + r]);
+            }
+        }
+        const __m512 ov = reduce16(acc);                           /* (G, R) */
+        for (int h = 0; h < G; h++)
+            _mm512_mask_storeu_ps(o + (size_t)h * hd + d0 - h * R, (__mmask16)(((1u << R) - 1) << (h * R)), ov);
+    }
+}
+
+TB_ATT_AVX512 static void wsum_avx512(const uint8_t *Vt, size_t vs, bool f16, const float *p,
+                                      int64_t ld, int group, int hd, float *o, int32_t n) {
+    switch (group) {
+    case 1: wsum_g(Vt, vs, f16, p, ld, 1, hd, o, n); break;
+    case 2: wsum_g(Vt, vs, f16, p, ld, 2, hd, o, n); break;
+    case 4: wsum_g(Vt, vs, f16, p, ld, 4, hd, o, n); break;
+    case 8: wsum_g(Vt, vs, f16, p, ld, 8, hd, o, n); break;
+    default: wsum_g(Vt, vs, f16, p, ld, 16, hd, o, n); break;
+    }
+}
 #endif
 
 /* ===================================================================== */
@@ -194,8 +236,14 @@ static void attend(const att_ctx *c, int32_t t, int g, int ith) {
     for (int32_t j = j0; j <= p;) {
         const size_t slot = (size_t)(j % c->kv->cap);
         const int32_t run = (int32_t)TB_MIN((size_t)(p - j + 1), cap - slot);
-        kk->gemm(Vt + slot * el, cap * el, sc + (j - j0), (size_t)ld * sizeof(float), group,
-                 first ? o : tmp, hd, 0, hd, run);
+#if defined(TB_ATT_AVX512)
+        if (fast && 16 % group == 0)
+            wsum_avx512(Vt + slot * el, cap * el, s->p.kv_type == TB_TYPE_F16, sc + (j - j0), ld,
+                        group, hd, first ? o : tmp, run);
+        else
+#endif
+            kk->gemm(Vt + slot * el, cap * el, sc + (j - j0), (size_t)ld * sizeof(float), group,
+                     first ? o : tmp, hd, 0, hd, run);
         if (!first)
             for (int64_t i = 0; i < (int64_t)group * hd; i++) o[i] += tmp[i];
         first = false;
