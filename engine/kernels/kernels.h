@@ -100,4 +100,21 @@ static inline size_t tb_repack_bytes(size_t ws, int64_t rows, int g) {
 /* Bytes of one activation row of n elements for weight type t. */
 size_t tb_act_row_bytes(tb_type_t wtype, int64_t n);
 
+
+/* matvec and gemm of a tier as plain loops over its row dot product
+ * DOT(n, s, w, a): one call per (row, token), so gemm == matvec per row.
+ * Defines static matvec_NAME and gemm_NAME. */
+#define TB_KERNELS_FROM_DOT(name, DOT)                                                    \
+    static void matvec_##name(const void *W, size_t ws, const void *a, float *y,         \
+                              int64_t r0, int64_t r1, int64_t n) {                       \
+        for (int64_t r = r0; r < r1; r++) DOT(n, &y[r], (const uint8_t *)W + (size_t)r * ws, a); \
+    }                                                                                    \
+    static void gemm_##name(const void *W, size_t ws, const void *A, size_t as, int64_t nt, \
+                            float *Y, int64_t ldy, int64_t r0, int64_t r1, int64_t n) {  \
+        for (int64_t r = r0; r < r1; r++)                                                \
+            for (int64_t t = 0; t < nt; t++)                                             \
+                DOT(n, &Y[t * ldy + r], (const uint8_t *)W + (size_t)r * ws,             \
+                    (const uint8_t *)A + (size_t)t * as);                                \
+    }
+
 #endif

@@ -73,18 +73,7 @@ static void dot_f32(int64_t n, float *s, const void *w, const void *a) {
 /* matvec / gemm over a dot product                                         */
 /* ---------------------------------------------------------------------- */
 
-#define GEN_KERNELS(fmt)                                                                  \
-    static void matvec_##fmt(const void *W, size_t ws, const void *a, float *y,          \
-                             int64_t r0, int64_t r1, int64_t n) {                        \
-        for (int64_t r = r0; r < r1; r++) dot_##fmt(n, &y[r], (const uint8_t *)W + (size_t)r * ws, a); \
-    }                                                                                    \
-    static void gemm_##fmt(const void *W, size_t ws, const void *A, size_t as, int64_t nt, \
-                           float *Y, int64_t ldy, int64_t r0, int64_t r1, int64_t n) {   \
-        for (int64_t r = r0; r < r1; r++)                                                \
-            for (int64_t t = 0; t < nt; t++)                                             \
-                dot_##fmt(n, &Y[t * ldy + r], (const uint8_t *)W + (size_t)r * ws,       \
-                          (const uint8_t *)A + (size_t)t * as);                          \
-    }
+#define GEN_KERNELS(fmt) TB_KERNELS_FROM_DOT(fmt, dot_##fmt)
 
 GEN_KERNELS(q8_0)
 GEN_KERNELS(q4_0)

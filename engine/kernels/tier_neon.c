@@ -78,18 +78,7 @@ NEON_KQUANT_BODIES(sdot, DOT16_SDOT, __attribute__((target("arch=armv8.2-a+dotpr
 /* matvec / gemm                                                            */
 /* ---------------------------------------------------------------------- */
 
-#define NEON_KERNELS(fmt)                                                                   \
-    static void matvec_##fmt(const void *W, size_t ws, const void *a, float *y,            \
-                             int64_t r0, int64_t r1, int64_t n) {                          \
-        for (int64_t r = r0; r < r1; r++) dot_##fmt(n, &y[r], (const uint8_t *)W + (size_t)r * ws, a); \
-    }                                                                                      \
-    static void gemm_##fmt(const void *W, size_t ws, const void *A, size_t as, int64_t nt,   \
-                           float *Y, int64_t ldy, int64_t r0, int64_t r1, int64_t n) {     \
-        for (int64_t r = r0; r < r1; r++)                                                  \
-            for (int64_t t = 0; t < nt; t++)                                               \
-                dot_##fmt(n, &Y[t * ldy + r], (const uint8_t *)W + (size_t)r * ws,         \
-                          (const uint8_t *)A + (size_t)t * as);                            \
-    }
+#define NEON_KERNELS(fmt) TB_KERNELS_FROM_DOT(fmt, dot_##fmt)
 
 NEON_KERNELS(tq2_0_base)
 NEON_KERNELS(tq2_0_sdot)
