@@ -33,21 +33,8 @@
 static const tb_type_t types[] = {TB_TYPE_TQ2_0, TB_TYPE_TQ1_0, TB_TYPE_Q4_0, TB_TYPE_Q8_0,
                                   TB_TYPE_Q4_K, TB_TYPE_Q6_K, TB_TYPE_F16};
 
-static uint64_t rng_s = 0x5eed5eed12345678ull;
-static uint64_t rnd(void) {
-    uint64_t z = (rng_s += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-static float frand(void) { return (float)((double)(rnd() >> 11) / 9007199254740992.0 * 2.0 - 1.0); }
-static int irand(int lo, int hi) { return lo + (int)(rnd() % (uint64_t)(hi - lo + 1)); }
-
-static void *xalloc(size_t n) {
-    void *p = malloc(n ? n : 1);
-    assert_non_null(p);
-    return p;
-}
+#define KERN_RNG_SEED 0x5eed5eed12345678ull
+#include "kern_rng.h"
 
 /* Quantize (rows, n) random f32 values into type t (ref quantizer). */
 static void *rand_rows(tb_type_t t, int64_t rows, int64_t n) {
