@@ -3,8 +3,8 @@
  * are compiled with a function-level "+dotprod" target and chosen at run
  * time when HWCAP_ASIMDDP is present).
  *
- * Formats: Q8_0, Q4_0 (neon_int.h), TQ2_0, Q4_K, Q6_K (x Q8_0 / Q8_K
- * activations; the K formats in neon_kquant.h), F32/F16/BF16
+ * Formats: Q8_0, Q4_0 (neon_int.h), TQ2_0, TQ1_0 (neon_ternary.h), Q4_K,
+ * Q6_K (x Q8_0 / Q8_K activations; the K formats in neon_kquant.h), F32/F16/BF16
  * (neon_float.h) and the Q8_0/Q8_K activation quantizers (neon_act.h).
  * Others inherit generic/ref. Each block's integer dot is exact; only the float
  * summation order differs from _ref. gemm is matvec per token, so rows are
@@ -22,6 +22,7 @@
 #include "kernels/neon_float.h"
 #include "kernels/neon_int.h"
 #include "kernels/neon_kquant.h"
+#include "kernels/neon_ternary.h"
 
 #define TB_INLINE static inline __attribute__((always_inline))
 
@@ -73,6 +74,7 @@ NV_INT_VARIANT(base, DOT16_BASE, )
 NV_INT_VARIANT(sdot, DOT16_SDOT, __attribute__((target("arch=armv8.2-a+dotprod"))))
 NEON_KQUANT_BODIES(base, DOT16_BASE, )
 NEON_KQUANT_BODIES(sdot, DOT16_SDOT, __attribute__((target("arch=armv8.2-a+dotprod"))))
+NV_TERNARY_VARIANTS(__attribute__((target("arch=armv8.2-a+dotprod"))))
 
 /* ---------------------------------------------------------------------- */
 /* matvec / gemm                                                            */
@@ -112,6 +114,7 @@ void tb_kernels_fill_neon(tb_kernels_t *k) {
         TB_NEON_SET(k, TB_TYPE_Q8_0, q8_0_sdot);
         TB_NEON_SET(k, TB_TYPE_Q4_0, q4_0_sdot);
         SET(TB_TYPE_TQ2_0, tq2_0_sdot);
+        TB_NEON_SET(k, TB_TYPE_TQ1_0, tq1_0_sdot);
         SET(TB_TYPE_Q4_K, q4_K_sdot);
         SET(TB_TYPE_Q6_K, q6_K_sdot);
     } else {
@@ -119,6 +122,7 @@ void tb_kernels_fill_neon(tb_kernels_t *k) {
         TB_NEON_SET(k, TB_TYPE_Q8_0, q8_0_base);
         TB_NEON_SET(k, TB_TYPE_Q4_0, q4_0_base);
         SET(TB_TYPE_TQ2_0, tq2_0_base);
+        TB_NEON_SET(k, TB_TYPE_TQ1_0, tq1_0_base);
         SET(TB_TYPE_Q4_K, q4_K_base);
         SET(TB_TYPE_Q6_K, q6_K_base);
     }

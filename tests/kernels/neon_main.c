@@ -126,7 +126,8 @@ static void act_row(int kind, float *x, int64_t n) {
 
 /* quantize_act byte-identical to the activation format's _ref. */
 static void check_act(const tb_kernels_t *k, const char *name) {
-    static const tb_type_t wts[] = {TB_TYPE_Q8_0, TB_TYPE_Q4_0, TB_TYPE_TQ2_0, TB_TYPE_Q4_K, TB_TYPE_Q6_K};
+    static const tb_type_t wts[] = {TB_TYPE_Q8_0, TB_TYPE_Q4_0, TB_TYPE_TQ2_0, TB_TYPE_TQ1_0, TB_TYPE_Q4_K,
+                                    TB_TYPE_Q6_K};
     const int64_t n = 256 * 9;
     float *x = malloc(sizeof(float) * (size_t)n);
     for (size_t i = 0; i < sizeof wts / sizeof wts[0]; i++) {
@@ -176,9 +177,64 @@ static void check_exact(const tb_kernels_t *ref, const tb_kernels_t *k, const ch
         }
 }
 
+/* TQ1_0 with d = 1 against Q8_K with d = 1 (consistent bsums): the dot
+ * is an exact integer, so the kernel equals the ref exactly. Every byte
+ * value 0..255 appears in every qs column class (elements 0..159 and
+ * 160..239) and in qh, next to the decode thresholds 85/86 and 170/171;
+ * activations include -128 and +-127 (the widest int16 lane sums of the
+ * baseline variant); 1..12 blocks. */
+static void check_exact_tq1_0(const tb_kernels_t *ref, const tb_kernels_t *k, const char *name) {
+    static const uint8_t edge[] = {0, 1, 85, 86, 170, 171, 254, 255, 28, 29, 56, 57, 113, 114, 142, 143};
+    static block_tq1_0 w[12];
+    static block_q8_K a[12];
+    for (int b = 0; b < 12; b++) {
+        w[b].d = 0x3C00;   /* 1.0 */
+        for (int j = 0; j < 48; j++) {
+            rs ^= rs << 13; rs ^= rs >> 7; rs ^= rs << 17;
+            /* blocks 0..5 walk all 256 values per column; the rest random or edges */
+            w[b].qs[j] = (uint8_t)(b < 6 ? (b * 48 + j * 5 + (j >= 32 ? 7 * b : 0)) % 256
+                                         : (j % 3 ? (int)(rs % 256) : edge[(j + b) % 16]));
+        }
+        for (int j = 0; j < 4; j++) w[b].qh[j] = (uint8_t)(b < 6 ? b * 43 + j * 11 : edge[(4 * b + j) % 16]);
+        a[b].d = 1.0f;
+        for (int j = 0; j < QK_K; j++) {
+            rs ^= rs << 13; rs ^= rs >> 7; rs ^= rs << 17;
+            a[b].qs[j] = (int8_t)(b == 11 ? -128 : b == 10 ? (j % 2 ? 127 : -127) : (int)(rs >> 20) % 256 - 128);
+        }
+        for (int g = 0; g < QK_K / 16; g++) {
+            int sum = 0;
+            for (int j = 0; j < 16; j++) sum += a[b].qs[16 * g + j];
+            a[b].bsums[g] = (int16_t)sum;
+        }
+    }
+    /* the worst int16 lane: every weight -1 against -128 (block 11 of a
+     * shifted copy: qs = 0 decodes to t = 0 in every trit) */
+    static block_tq1_0 wz[1];
+    memset(wz, 0, sizeof wz);
+    wz[0].d = 0x3C00;
+    float want, got, mv[1] = {NAN};
+    ref->t[TB_TYPE_TQ1_0].vec_dot(QK_K, &want, wz, &a[11]);
+    k->t[TB_TYPE_TQ1_0].vec_dot(QK_K, &got, wz, &a[11]);
+    CHECK(got == want && want == 128.0f * QK_K, "%s tq1_0 exact dot, all -1 x -128: %.9g vs ref %.9g", name, got, want);
+    for (int nb = 1; nb <= 12; nb++) {
+        const int off = nb == 12 ? 0 : 12 - nb;   /* also the last blocks (activation extremes) */
+        ref->t[TB_TYPE_TQ1_0].vec_dot(nb * QK_K, &want, w + off, a + off);
+        k->t[TB_TYPE_TQ1_0].vec_dot(nb * QK_K, &got, w + off, a + off);
+        mv[0] = NAN;
+        k->t[TB_TYPE_TQ1_0].matvec(w + off, 0, a + off, mv, 0, 1, nb * QK_K);
+        CHECK(got == want && mv[0] == want, "%s tq1_0 exact dot, %d blocks: %.9g / matvec %.9g vs ref %.9g", name,
+              nb, got, mv[0], want);
+        for (int b = 0; b < 12; b++) {   /* one block at a time: no cancellation across blocks */
+            ref->t[TB_TYPE_TQ1_0].vec_dot(QK_K, &want, w + b, a + (b + nb) % 12);
+            k->t[TB_TYPE_TQ1_0].vec_dot(QK_K, &got, w + b, a + (b + nb) % 12);
+            CHECK(got == want, "%s tq1_0 exact block %d x act %d: %.9g vs ref %.9g", name, b, (b + nb) % 12, got, want);
+        }
+    }
+}
+
 static void check_tier(const tb_kernels_t *ref, const tb_kernels_t *k, const char *name) {
     static const tb_type_t types[] = {TB_TYPE_F32, TB_TYPE_F16, TB_TYPE_BF16, TB_TYPE_Q8_0, TB_TYPE_Q4_0,
-                                      TB_TYPE_TQ2_0, TB_TYPE_Q4_K, TB_TYPE_Q6_K};
+                                      TB_TYPE_TQ2_0, TB_TYPE_TQ1_0, TB_TYPE_Q4_K, TB_TYPE_Q6_K};
     for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
         tb_type_t wt = types[ti];
         const tb_type_traits_t *tr = tb_type_traits(wt);
@@ -193,8 +249,10 @@ static void check_tier(const tb_kernels_t *ref, const tb_kernels_t *k, const cha
         }
         if (!tr->is_quant) check_shape(ref, k, name, wt, 5, 4099, 9, 0, 5);
     }
+    check_shape(ref, k, name, TB_TYPE_TQ1_0, 13, 256 * 67, 7, 2, 12);   /* long rows, gemm tiles + tail */
     check_act(k, name);
     check_exact(ref, k, name);
+    check_exact_tq1_0(ref, k, name);
     /* read_sum */
     uint64_t *v = aligned_alloc(64, 64 * 100), want = 0;
     for (int i = 0; i < 8 * 100; i++) want += (v[i] = (uint64_t)i * 0x9e3779b97f4a7c15ull);

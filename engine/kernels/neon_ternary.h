@@ -1,0 +1,105 @@
+/*
+ * neon_ternary.h — TQ1_0 x Q8_K (aarch64 NEON), baseline (smlal into
+ * int16) and SDOT (+dotprod) variants from one body macro.
+ *
+ * Included by tier_neon.c inside its `__aarch64__` section, after
+ * neon_common.h (see its determinism contract: one body nv_dot_tq1_0_<sfx>
+ * (nt tokens against one weight row) serves vec_dot, matvec and gemm, so
+ * gemm == matvec bit for bit per row).
+ *
+ * Trit decoding (block_tq1_0 in quant/quant.h, the layout in tq1_0.c): a
+ * byte q holds trits t_0..t_4 as a base-3 fraction; v_l = q * 3^l (u8
+ * wrapping multiply, one `mul` by a constant vector) brings trit l to the
+ * top and t_l = (3 v_l) >> 8, i.e. 0 below 86, 1 below 171, else 2. Two
+ * compares give the weight t - 1 in {-1, 0, 1} directly as a signed byte:
+ *   (v < 86 ? -1 : 0) - (v >= 171 ? -1 : 0)
+ * so no bsums correction is needed. Per block 16 code vectors of 16 bytes:
+ *   qs[0..15], qs[16..31]  times 3^l, l = 0..4  -> elements 32l + 0..31
+ *   qs[32..47]             times 3^l, l = 0..4  -> elements 160 + 16l + 0..15
+ *   qh[0..3] x 4 (dup)     times {1,3,9,27}     -> elements 240 + 4l + m
+ * The decode (13 mul + 3 ops per vector) is done once per block and shared
+ * by the nt tokens of a gemm tile.
+ *
+ * Integer dot per block: SDOT into int32x4, or (baseline) smlal/smlal2 into
+ * int16x8 (per lane 32 products |(t-1) y| <= 128 per block: |sum| <= 4096,
+ * exact) widened by one saddlp. Each block's integer dot is exact; the
+ * four lanes are converted and fused into a float accumulator with the
+ * scale d_w * d_a (formed in float as the _ref does), so only the float
+ * summation order differs from _ref.
+ */
+#ifndef TB_NEON_TERNARY_H
+#define TB_NEON_TERNARY_H
+
+#include "kernels/neon_common.h"
+
+/* The signed weights t - 1 of the 16 bytes v (trit at the top of each). */
+TB_INLINE int8x16_t nv_tq1_decode(uint8x16_t v, uint8x16_t c86, uint8x16_t c171) {
+    return vsubq_s8(vreinterpretq_s8_u8(vcltq_u8(v, c86)), vreinterpretq_s8_u8(vcgeq_u8(v, c171)));
+}
+
+/* Accumulator steps: acc += dot(c, y) over 16 lanes (c in {-1, 0, 1}). */
+#define NV_TQ1_ZERO_BASE() vdupq_n_s16(0)
+#define NV_TQ1_STEP_BASE(acc, c, y) vmlal_high_s8(vmlal_s8(acc, vget_low_s8(c), vget_low_s8(y)), c, y)
+#define NV_TQ1_WIDEN_BASE(acc) vpaddlq_s16(acc)
+#define NV_TQ1_ZERO_SDOT() vdupq_n_s32(0)
+#define NV_TQ1_STEP_SDOT(acc, c, y) vdotq_s32(acc, c, y)
+#define NV_TQ1_WIDEN_SDOT(acc) (acc)
+
+/* NV_TQ1_BODY(sfx, ACC_T, ZERO, STEP, WIDEN, ATTR) defines
+ * nv_dot_tq1_0_<sfx>(nt, n, s, w, a): s[t] = row w (n / 256 TQ1_0 blocks)
+ * . a[t] (Q8_K) for t < nt <= TB_NEON_NT. Each token has its own integer
+ * and float accumulators and sees the same operations in the same order
+ * whatever nt is. */
+#define NV_TQ1_BODY(sfx, ACC_T, ZERO, STEP, WIDEN, ATTR)                                          \
+    ATTR TB_INLINE void nv_dot_tq1_0_##sfx(int nt, int64_t n, float *s, const void *w,            \
+                                           const void *const *a) {                                \
+        const block_tq1_0 *x = w;   /* (n / 256) blocks */                                        \
+        const uint8x16_t c86 = vdupq_n_u8(86), c171 = vdupq_n_u8(171);                            \
+        const uint8x16_t p3 = vdupq_n_u8(3), p9 = vdupq_n_u8(9), p27 = vdupq_n_u8(27),            \
+                         p81 = vdupq_n_u8(81);                                                    \
+        const uint8x16_t ph = {1, 1, 1, 1, 3, 3, 3, 3, 9, 9, 9, 9, 27, 27, 27, 27};               \
+        float32x4_t acc[TB_NEON_NT];                                                              \
+        TB_NEON_UNROLL                                                                            \
+        for (int t = 0; t < nt; t++) acc[t] = vdupq_n_f32(0);                                     \
+        for (int64_t i = 0; i < n / QK_K; i++) {                                                  \
+            const block_q8_K *y[TB_NEON_NT];                                                      \
+            ACC_T p[TB_NEON_NT];                                                                  \
+            TB_NEON_UNROLL                                                                        \
+            for (int t = 0; t < nt; t++) y[t] = (const block_q8_K *)a[t] + i, p[t] = ZERO();      \
+            const uint8x16_t q0 = vld1q_u8(x[i].qs), q1 = vld1q_u8(x[i].qs + 16);                 \
+            const uint8x16_t q2 = vld1q_u8(x[i].qs + 32);                                         \
+            uint32_t qh;                                                                          \
+            memcpy(&qh, x[i].qh, 4);                                                              \
+            const uint8x16_t h = vmulq_u8(vreinterpretq_u8_u32(vdupq_n_u32(qh)), ph);             \
+            /* (codes, activation offset) pairs in element order */                               \
+            const uint8x16_t v[16] = {q0, q1,                                                     \
+                                      vmulq_u8(q0, p3), vmulq_u8(q1, p3),                         \
+                                      vmulq_u8(q0, p9), vmulq_u8(q1, p9),                         \
+                                      vmulq_u8(q0, p27), vmulq_u8(q1, p27),                       \
+                                      vmulq_u8(q0, p81), vmulq_u8(q1, p81),                       \
+                                      q2, vmulq_u8(q2, p3), vmulq_u8(q2, p9),                     \
+                                      vmulq_u8(q2, p27), vmulq_u8(q2, p81), h};                   \
+            TB_NEON_UNROLL                                                                        \
+            for (int k = 0; k < 16; k++) {                                                        \
+                const int8x16_t c = nv_tq1_decode(v[k], c86, c171);                               \
+                TB_NEON_UNROLL                                                                    \
+                for (int t = 0; t < nt; t++) p[t] = STEP(p[t], c, vld1q_s8(y[t]->qs + 16 * k));   \
+            }                                                                                     \
+            const float dx = tb_neon_h2f(x[i].d);                                                 \
+            TB_NEON_UNROLL                                                                        \
+            for (int t = 0; t < nt; t++)                                                          \
+                acc[t] = vfmaq_n_f32(acc[t], vcvtq_f32_s32(WIDEN(p[t])), dx * y[t]->d);           \
+        }                                                                                         \
+        TB_NEON_UNROLL                                                                            \
+        for (int t = 0; t < nt; t++) s[t] = vaddvq_f32(acc[t]);                                   \
+    }
+
+/* Bodies and kernels (nv_vec_dot/nv_matvec/nv_gemm_tq1_0_<sfx>) of both
+ * variants; ATTR_SDOT is the +dotprod target attribute. */
+#define NV_TERNARY_VARIANTS(ATTR_SDOT)                                                            \
+    NV_TQ1_BODY(base, int16x8_t, NV_TQ1_ZERO_BASE, NV_TQ1_STEP_BASE, NV_TQ1_WIDEN_BASE, )         \
+    NV_TQ1_BODY(sdot, int32x4_t, NV_TQ1_ZERO_SDOT, NV_TQ1_STEP_SDOT, NV_TQ1_WIDEN_SDOT, ATTR_SDOT) \
+    TB_NEON_KERNELS(tq1_0_base, nv_dot_tq1_0_base, )                                              \
+    TB_NEON_KERNELS(tq1_0_sdot, nv_dot_tq1_0_sdot, ATTR_SDOT)
+
+#endif
