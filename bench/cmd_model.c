@@ -250,6 +250,9 @@ static int model_info(int argc, char **argv) {
     fmt_bytes(b1, sizeof b1, in.repack_bytes);
     printf("load:            %.1f ms, repacked layouts %" PRIu64 " bytes (%s)\n", (double)in.load_ns / 1e6,
            in.repack_bytes, b1);
+    fmt_bytes(b1, sizeof b1, in.resident_bytes);
+    printf("weights:         %s, %" PRIu64 " bytes (%s) in huge-page memory\n",
+           in.weights_mode == TB_WEIGHTS_MMAP ? "mmap" : "copy", in.resident_bytes, b1);
     tb_model_free(m);
     return 0;
 }

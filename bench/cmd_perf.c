@@ -249,6 +249,7 @@ typedef struct {
     const char *model;
     int threads, ctx, n_prompt, n_gen, reps;
     bool json;
+    bool mmap;          /* --mmap: TB_WEIGHTS_MMAP */
 } bench_opts_t;
 
 typedef struct {
@@ -296,12 +297,13 @@ static int bench_test(tb_session_t *s, int32_t n_vocab, const bench_opts_t *o, b
 }
 
 static int bench_usage(void) {
-    fprintf(stderr, "usage: ternbench bench -m F.gguf [-t N] [--ctx C] [-p P] [-n N] [-r R] [--json]\n"
+    fprintf(stderr, "usage: ternbench bench -m F.gguf [-t N] [--ctx C] [-p P] [-n N] [-r R] [--mmap] [--json]\n"
                     "  -t N     threads (default 2)\n"
                     "  --ctx C  decode depth: the KV cache holds C tokens before tg is timed (default 0)\n"
                     "  -p P     prompt tokens for the prefill test ppP (default 512; 0 skips it)\n"
                     "  -n N     decoded tokens for the decode test tgN (default 128; 0 skips it)\n"
-                    "  -r R     timed repetitions after one warm-up (default 5)\n");
+                    "  -r R     timed repetitions after one warm-up (default 5)\n"
+                    "  --mmap   read weights from the file mapping instead of huge-page copies\n");
     return 2;
 }
 
@@ -311,6 +313,7 @@ int cmd_bench(int argc, char **argv) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         int rc = 0;
         if (!strcmp(a, "--json")) { o.json = true; continue; }
+        if (!strcmp(a, "--mmap")) { o.mmap = true; continue; }
         if (!strcmp(a, "-m") || !strcmp(a, "--model")) { if (!v) return bench_usage(); o.model = v; }
         else if (!strcmp(a, "-t") || !strcmp(a, "--threads")) rc = arg_int(argv[0], a, v, 1, 64, &o.threads);
         else if (!strcmp(a, "--ctx")) rc = arg_int(argv[0], a, v, 0, 1 << 20, &o.ctx);
@@ -325,7 +328,8 @@ int cmd_bench(int argc, char **argv) {
 
     double bw_before, bw_after;
     tb_model_t *m;   /* loaded first: a bad model fails before a second of probing */
-    if (tb_model_load(o.model, &m) != TB_OK) {
+    tb_model_params_t mp = {.weights = o.mmap ? TB_WEIGHTS_MMAP : TB_WEIGHTS_COPY};
+    if (tb_model_load_ex(o.model, &mp, &m) != TB_OK) {
         fprintf(stderr, "ternbench bench: %s\n", tb_last_error());
         return 1;
     }
@@ -370,14 +374,18 @@ int cmd_bench(int argc, char **argv) {
             printf("{\"test\": \"%s\", \"tokens_per_s\": %.3f, \"stddev\": %.3f, \"bytes_per_token\": %.0f, "
                    "\"achieved_gbps\": %.3f, \"roofline_pct\": %.2f, \"bandwidth_gbps\": %.3f, "
                    "\"bandwidth_before_gbps\": %.3f, \"bandwidth_after_gbps\": %.3f, \"isa\": \"%s\", "
-                   "\"features\": \"%s\", \"threads\": %d, \"ctx\": %d, \"reps\": %d, \"type\": \"%s\"}\n",
+                   "\"features\": \"%s\", \"threads\": %d, \"ctx\": %d, \"reps\": %d, \"type\": \"%s\", "
+                   "\"weights\": \"%s\", \"resident_bytes\": %llu, \"load_s\": %.3f}\n",
                    res[i].test, res[i].tps_median, res[i].tps_stddev, res[i].bytes_per_token, res[i].gbps,
                    res[i].roofline_pct, bw, bw_before, bw_after, isa, tb_isa_features(), o.threads, o.ctx,
-                   o.reps, tb_type_name(info.main_type));
+                   o.reps, tb_type_name(info.main_type), o.mmap ? "mmap" : "copy",
+                   (unsigned long long)info.resident_bytes, info.load_ns / 1e9);
         return 0;
     }
     printf("# %s: %s %s, %.2f GB weights; isa %s [%s]; %d thread(s)\n", o.model, info.arch,
            tb_type_name(info.main_type), info.weight_bytes / 1e9, isa, tb_isa_features(), o.threads);
+    printf("# weights %s: %.2f GB resident in huge-page copies (%.2f GB repacked), loaded in %.2f s\n",
+           o.mmap ? "mmap" : "copy", info.resident_bytes / 1e9, info.repack_bytes / 1e9, info.load_ns / 1e9);
     printf("# read bandwidth %.2f GB/s before, %.2f GB/s after (roofline: %.2f)\n", bw_before, bw_after, bw);
     printf("%-8s %12s %9s %14s %10s %9s\n", "test", "tok/s", "stddev", "bytes/token", "GB/s", "roofline");
     for (int i = 0; i < n_res; i++)

@@ -22,4 +22,13 @@ int tb_err_prefix(int status, const char *fmt, ...) __attribute__((format(printf
 void *tb_alloc_aligned(size_t n);
 void tb_free_aligned(void *p);
 
+/* Anonymous memory, 2 MiB aligned and advised for transparent huge pages
+ * (hugemem.c), not zeroed beyond what mmap gives (zero pages). NULL on
+ * failure. For weights, KV caches and the bandwidth probe. */
+void *tb_huge_alloc(size_t n);
+void tb_huge_free(void *p);
+/* Drop the whole pages inside [p, p+n) of a read-only file mapping from
+ * the resident set (the page cache keeps them; a later read refaults). */
+void tb_mapping_release(const void *p, size_t n);
+
 #endif

@@ -47,6 +47,9 @@ const tb_key_def_t tb_scenario_keys[K_COUNT] = {
         "Maximum tokens per forward call during prefill."},
     [K_ENGINE_CTX] = {TB_SEC_ENGINE, "ctx", TB_KT_INT, TB_UNIT_COUNT, "0", 0, 1048576, NULL,
         "Context size of the session (0: the smallest that fits every test)."},
+    [K_ENGINE_WEIGHTS] = {TB_SEC_ENGINE, "weights", TB_KT_ENUM, TB_UNIT_NONE, "copy", 0, 0, "copy|mmap",
+        "copy: weights copied (or repacked) into huge-page memory at load; mmap: read from the "
+        "file mapping where no repacked layout exists (llama.cpp's default; slower decode)."},
 
     /* ---- [protocol] ---- */
     [K_PROTO_WARMUP] = {TB_SEC_PROTOCOL, "warmup", TB_KT_INT, TB_UNIT_NONE, "1", 0, 100, NULL,

@@ -359,8 +359,27 @@ typedef struct tb_model_info {
                                experts (token_embd/output excluded unless the
                                model has nothing else)                        */
     uint64_t load_ns;       /* wall time of tb_model_load                   */
-    uint64_t repack_bytes;  /* extra memory for repacked layouts (0: none)  */
+    uint64_t repack_bytes;  /* weight bytes held in repacked layouts        */
+    uint64_t resident_bytes;/* weight memory the engine allocated: copies and
+                               repacked layouts (0 with TB_WEIGHTS_MMAP and
+                               no repacking)                                 */
+    int32_t weights_mode;   /* tb_weights_mode_t the model was loaded with  */
 } tb_model_info_t;
+
+/* Where the weights live while the model is loaded.
+ *   TB_WEIGHTS_COPY (default): every matrix the forward pass multiplies is
+ *     copied (or repacked) once into anonymous memory backed by transparent
+ *     huge pages, and the file's pages are dropped from the resident set;
+ *     resident memory ~ the file size. Decode streams 1.2-1.6x faster than
+ *     from 4 KiB page-cache pages on the reference VM.
+ *   TB_WEIGHTS_MMAP: matrices are read from the file mapping (page cache)
+ *     where no repacked layout exists: fastest load, least private memory,
+ *     slower decode (llama.cpp's default). */
+typedef enum tb_weights_mode { TB_WEIGHTS_COPY = 0, TB_WEIGHTS_MMAP = 1 } tb_weights_mode_t;
+
+typedef struct tb_model_params {
+    tb_weights_mode_t weights;
+} tb_model_params_t;
 
 /* Bytes read from memory to decode one token at context depth `ctx`. */
 typedef struct tb_bytes_per_token {
@@ -371,7 +390,10 @@ typedef struct tb_bytes_per_token {
     uint64_t total;
 } tb_bytes_per_token_t;
 
+/* Load with default parameters (TB_WEIGHTS_COPY). */
 int  tb_model_load(const char *path, tb_model_t **out);
+/* Load with explicit parameters (NULL: defaults). */
+int  tb_model_load_ex(const char *path, const tb_model_params_t *p, tb_model_t **out);
 void tb_model_free(tb_model_t *m);
 int  tb_model_get_info(const tb_model_t *m, tb_model_info_t *out);
 int32_t tb_model_n_vocab(const tb_model_t *m);

@@ -82,11 +82,17 @@ uint64_t tb_read_sum_generic(const void *p, size_t n);
  * tier's repack (if any) copies it into its layout. The file data stays
  * valid and untouched, so every other tier (and tb_isa_set at any time)
  * keeps working on the file layout. */
+/* Bytes the active tier's repacked copy of the stack of n_mat matrices
+ * (rows x n, row stride ws) takes; 0 when the tier has no repack for t. */
+size_t tb_repack_size(tb_type_t t, size_t ws, int64_t rows, int64_t n_mat);
 /* Repack the stack of n_mat matrices (rows x n, row stride ws, matrix
  * stride rows * ws) at W for the active tier, tagged with `owner`. No-op
- * (TB_OK) when the tier has no repack for type t. *extra: bytes added. */
+ * (TB_OK) when the tier has no repack for type t. The copy goes to `dst`
+ * (tb_repack_size bytes, 64-byte aligned, owned by the caller) or, when dst
+ * is NULL, to memory the registry allocates and frees. *extra: bytes of the
+ * copy (0 when nothing was repacked). */
 int tb_repack_register(const void *owner, tb_type_t t, const void *W, size_t ws, int64_t rows,
-                       int64_t n, int64_t n_mat, size_t *extra);
+                       int64_t n, int64_t n_mat, void *dst, size_t *extra);
 /* Free every registration tagged `owner`. */
 void tb_repack_release(const void *owner);
 /* The repacked copy of the matrix starting at W (row stride ws) made by

@@ -24,6 +24,7 @@ typedef struct entry {
     int64_t n_mat;
     size_t rp_mat_bytes;      /* repacked matrix stride                  */
     uint8_t *data;            /* (n_mat, rows padded, ...) repacked copy */
+    bool owned;               /* data allocated (and freed) by the registry */
     tb_isa_t isa;
     tb_type_t type;
 } entry;
@@ -43,15 +44,23 @@ static size_t upper(const void *p) {
     return lo;
 }
 
+size_t tb_repack_size(tb_type_t t, size_t ws, int64_t rows, int64_t n_mat) {
+    if ((unsigned)t >= TB_TYPE_COUNT || rows < 1 || n_mat < 1) return 0;
+    const tb_type_kernels_t *e = &tb_kernels()->t[t];
+    if (!e->repack || e->repack_rows < 1) return 0;
+    return tb_repack_bytes(ws, rows, e->repack_rows) * (size_t)n_mat;
+}
+
 int tb_repack_register(const void *owner, tb_type_t t, const void *W, size_t ws, int64_t rows,
-                       int64_t n, int64_t n_mat, size_t *extra) {
+                       int64_t n, int64_t n_mat, void *dst, size_t *extra) {
     if (extra) *extra = 0;
     if ((unsigned)t >= TB_TYPE_COUNT || !W || rows < 1 || n_mat < 1) return TB_OK;
     const tb_kernels_t *k = tb_kernels();
     const tb_type_kernels_t *e = &k->t[t];
     if (!e->repack || e->repack_rows < 1) return TB_OK;
     const size_t rp = tb_repack_bytes(ws, rows, e->repack_rows);
-    uint8_t *data = tb_alloc_aligned(rp * (size_t)n_mat);
+    assert(((uintptr_t)dst & 63) == 0);
+    uint8_t *data = dst ? dst : tb_alloc_aligned(rp * (size_t)n_mat);
     if (!data)
         return tb_err(TB_ERR_NOMEM, "out of memory repacking %lld x %lld %s weights (%zu bytes)",
                       (long long)rows, (long long)n, tb_type_name(t), rp * (size_t)n_mat);
@@ -63,7 +72,7 @@ int tb_repack_register(const void *owner, tb_type_t t, const void *W, size_t ws,
         entry *nt = realloc(tab, nc * sizeof *nt);
         if (!nt) {
             pthread_rwlock_unlock(&lock);
-            tb_free_aligned(data);
+            if (!dst) tb_free_aligned(data);
             return tb_err(TB_ERR_NOMEM, "out of memory for the repack registry");
         }
         tab = nt;
@@ -72,7 +81,7 @@ int tb_repack_register(const void *owner, tb_type_t t, const void *W, size_t ws,
     size_t at = upper(W);
     memmove(&tab[at + 1], &tab[at], (n_tab - at) * sizeof *tab);
     tab[at] = (entry){.owner = owner, .base = W, .ws = ws, .mat_bytes = ws * (size_t)rows,
-                      .n_mat = n_mat, .rp_mat_bytes = rp, .data = data, .isa = k->isa, .type = t};
+                      .n_mat = n_mat, .rp_mat_bytes = rp, .data = data, .owned = !dst, .isa = k->isa, .type = t};
     n_tab++;
     pthread_rwlock_unlock(&lock);
     if (extra) *extra = rp * (size_t)n_mat;
@@ -83,7 +92,9 @@ void tb_repack_release(const void *owner) {
     pthread_rwlock_wrlock(&lock);
     size_t j = 0;
     for (size_t i = 0; i < n_tab; i++) {
-        if (tab[i].owner == owner) tb_free_aligned(tab[i].data);
+        if (tab[i].owner == owner) {
+            if (tab[i].owned) tb_free_aligned(tab[i].data);
+        }
         else tab[j++] = tab[i];
     }
     n_tab = j;

@@ -10,6 +10,7 @@
 #include "kernels/x86_int.h"
 #include "kernels/x86_int512.h"
 #include "kernels/x86_kquant.h"
+#include "kernels/x86_q4_0_rp.h"
 #include "kernels/x86_ternary.h"
 
 #define DOT_Q8_0(nt, n, s, w, a) dot_q_0(nt, n, s, w, a, false, false)
@@ -55,6 +56,15 @@ static void gemm_tq1_0_vnni_rp(const void *W, size_t ws, const void *A, size_t a
                                int64_t ldy, int64_t r0, int64_t r1, int64_t n) {
     if (!gemm_tq1_0_rp(W, ws, A, as, nt, Y, ldy, r0, r1, n)) gemm_tq1_0_vnni(W, ws, A, as, nt, Y, ldy, r0, r1, n);
 }
+/* Q4_0 (VNNI): the 16-row repacked copy when the loader registered one (x86_q4_0_rp.h). */
+static void matvec_q4_0_512_rp(const void *W, size_t ws, const void *a, float *y, int64_t r0,
+                               int64_t r1, int64_t n) {
+    if (!matvec_q4_0_rp(W, ws, a, y, r0, r1, n)) matvec_q4_0_512(W, ws, a, y, r0, r1, n);
+}
+static void gemm_q4_0_512_rp(const void *W, size_t ws, const void *A, size_t as, int64_t nt, float *Y,
+                             int64_t ldy, int64_t r0, int64_t r1, int64_t n) {
+    if (!gemm_q4_0_rp(W, ws, A, as, nt, Y, ldy, r0, r1, n)) gemm_q4_0_512(W, ws, A, as, nt, Y, ldy, r0, r1, n);
+}
 TB_X86_KERNELS(q4_K_vnni, DOT_Q4_K_VNNI)
 /* Q4_K (VNNI): the repacked copy when the loader registered one (x86_kquant.h). */
 static void matvec_q4_K_vnni_rp(const void *W, size_t ws, const void *a, float *y, int64_t r0,
@@ -87,6 +97,10 @@ void tb_kernels_fill_avx512(tb_kernels_t *k) {
         k->features = "avx512f,avx512bw,avx512vl,avx512dq,avx512vnni";
         TB_X86_SET(k, TB_TYPE_Q8_0, q8_0_512, NULL);   /* x86_int512.h */
         TB_X86_SET(k, TB_TYPE_Q4_0, q4_0_512, NULL);
+        k->t[TB_TYPE_Q4_0].matvec = matvec_q4_0_512_rp;
+        k->t[TB_TYPE_Q4_0].gemm = gemm_q4_0_512_rp;
+        k->t[TB_TYPE_Q4_0].repack = repack_q4_0;
+        k->t[TB_TYPE_Q4_0].repack_rows = TB_Q4RP_ROWS;
         TB_X86_SET(k, TB_TYPE_TQ2_0, tq2_0_vnni, NULL);
         k->t[TB_TYPE_TQ2_0].matvec = matvec_tq2_0_vnni_rp;
         k->t[TB_TYPE_TQ2_0].gemm = gemm_tq2_0_vnni_rp;

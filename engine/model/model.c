@@ -217,30 +217,90 @@ static void compute_info(tb_model_t *m) {
         if (count[t] > count[in->main_type]) in->main_type = (tb_type_t)t;
     in->file_bytes = tb_gguf_file_size(m->gguf);
     in->repack_bytes = 0;
+    in->resident_bytes = 0;
 }
 
-/* Register every matrix the forward pass multiplies with the kernel
- * repack registry (kernels/repack.c): the active tier copies the ones it
- * has a faster layout for; the file mapping stays as it is. Adds the
- * copies' size to info.repack_bytes. */
-static int repack_weights(tb_model_t *m) {
-    size_t extra;
-    int rc;
-#define REPACK(w)                                                                                   \
-    if ((w).data) {                                                                                 \
-        rc = tb_repack_register(m, (w).type, (w).data, (w).row_bytes, (w).n_out, (w).n_in, (w).n_mat, &extra); \
-        if (rc != TB_OK) return rc;                                                                 \
-        m->info.repack_bytes += extra;                                                              \
-    }
+/* Every matrix the forward pass multiplies, each once (a tied output head
+ * is the embedding and is visited as `output` only). Returns the count. */
+static int weight_list(tb_model_t *m, tb_weight_t **w, int cap) {
+    int n = 0;
+#define ADD(x) if ((x).data && n < cap) w[n++] = &(x);
     for (int32_t il = 0; il < m->info.n_layer; il++) {
-        const tb_layer_t *L = &m->layers[il];
-        REPACK(L->wq) REPACK(L->wk) REPACK(L->wv) REPACK(L->wo)
-        REPACK(L->ffn_gate) REPACK(L->ffn_up) REPACK(L->ffn_down) REPACK(L->router)
-        REPACK(L->gate_exps) REPACK(L->up_exps) REPACK(L->down_exps)
+        tb_layer_t *L = &m->layers[il];
+        ADD(L->wq) ADD(L->wk) ADD(L->wv) ADD(L->wo)
+        ADD(L->ffn_gate) ADD(L->ffn_up) ADD(L->ffn_down) ADD(L->router)
+        ADD(L->gate_exps) ADD(L->up_exps) ADD(L->down_exps)
     }
-    REPACK(m->output)
-#undef REPACK
-    return TB_OK;
+    ADD(m->output)
+#undef ADD
+    return n;
+}
+
+#define ARENA_ALIGN 4096u   /* each matrix stack starts on its own page */
+
+/* Give every matrix its run-time home in one huge-page arena:
+ *   - a repacked copy when the active tier has a faster layout for the type
+ *     (registered with kernels/repack.c under the file address, which the
+ *     weight keeps, so other tiers still read the file layout);
+ *   - else, in TB_WEIGHTS_COPY mode, a plain copy (the weight then points to
+ *     it);
+ *   - else the file mapping, untouched.
+ * Source pages of the file mapping are dropped from the resident set after
+ * they were copied, so resident memory stays ~ one copy of the weights. */
+static int place_weights(tb_model_t *m, tb_weights_mode_t mode) {
+    const int cap = 11 * m->info.n_layer + 1;
+    tb_weight_t **w = malloc(sizeof *w * (size_t)cap);
+    size_t *sz = malloc(sizeof *sz * (size_t)cap);
+    bool *rp = malloc(sizeof *rp * (size_t)cap);
+    int rc = TB_OK;
+    if (!w || !sz || !rp) {
+        rc = tb_err(TB_ERR_NOMEM, "out of memory placing weights");
+        goto done;
+    }
+    const int n = weight_list(m, w, cap);
+    size_t total = 0;
+    for (int i = 0; i < n; i++) {
+        const tb_weight_t *x = w[i];
+        size_t r = tb_repack_size(x->type, x->row_bytes, x->n_out, x->n_mat);
+        rp[i] = r > 0;
+        sz[i] = r ? r : mode == TB_WEIGHTS_COPY ? x->mat_bytes * (size_t)x->n_mat : 0;
+        total += (sz[i] + ARENA_ALIGN - 1) & ~(size_t)(ARENA_ALIGN - 1);
+    }
+    if (total == 0) goto done;
+    m->arena = tb_huge_alloc(total);
+    if (!m->arena) {
+        rc = tb_err(TB_ERR_NOMEM, "out of memory for %zu bytes of model weights "
+                    "(try loading with the weights mapped from the file)", total);
+        goto done;
+    }
+    m->arena_bytes = total;
+    uint8_t *at = m->arena;
+    for (int i = 0; i < n && rc == TB_OK; i++) {
+        tb_weight_t *x = w[i];
+        const size_t file_bytes = x->mat_bytes * (size_t)x->n_mat;
+        if (rp[i]) {
+            size_t got;
+            rc = tb_repack_register(m, x->type, x->data, x->row_bytes, x->n_out, x->n_in, x->n_mat, at, &got);
+            assert(rc != TB_OK || got == sz[i]);
+            m->info.repack_bytes += got;
+        } else if (sz[i]) {
+            memcpy(at, x->data, file_bytes);
+        } else {
+            continue;
+        }
+        tb_mapping_release(x->data, file_bytes);
+        if (!rp[i]) {
+            if (m->tied && x == &m->output) m->tok_embd.data = at;
+            x->data = at;
+        }
+        at += (sz[i] + ARENA_ALIGN - 1) & ~(size_t)(ARENA_ALIGN - 1);
+    }
+    m->info.resident_bytes = total;
+done:
+    free(w);
+    free(sz);
+    free(rp);
+    return rc;
 }
 
 /* ===================================================================== */
@@ -248,7 +308,14 @@ static int repack_weights(tb_model_t *m) {
 /* ===================================================================== */
 
 int tb_model_load(const char *path, tb_model_t **out) {
+    return tb_model_load_ex(path, NULL, out);
+}
+
+int tb_model_load_ex(const char *path, const tb_model_params_t *p, tb_model_t **out) {
     if (!path || !out) return tb_err(TB_ERR_ARG, "tb_model_load: NULL argument");
+    const tb_weights_mode_t mode = p ? p->weights : TB_WEIGHTS_COPY;
+    if (mode != TB_WEIGHTS_COPY && mode != TB_WEIGHTS_MMAP)
+        return tb_err(TB_ERR_ARG, "tb_model_load: unknown weights mode %d", (int)mode);
     *out = NULL;
     uint64_t t0 = tb_now_ns();
     tb_model_t *m = calloc(1, sizeof *m);
@@ -265,7 +332,8 @@ int tb_model_load(const char *path, tb_model_t **out) {
         return rc;
     }
     compute_info(m);
-    if ((rc = repack_weights(m)) != TB_OK) {
+    m->info.weights_mode = (int32_t)mode;
+    if ((rc = place_weights(m, mode)) != TB_OK) {
         tb_model_free(m);
         return rc;
     }
@@ -277,6 +345,7 @@ int tb_model_load(const char *path, tb_model_t **out) {
 void tb_model_free(tb_model_t *m) {
     if (!m) return;
     tb_repack_release(m);
+    tb_huge_free(m->arena);
     tb_tokenizer_free(m->tok);
     free(m->layers);
     free(m->norm_store);

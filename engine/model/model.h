@@ -54,6 +54,8 @@ typedef struct tb_layer {
 
 struct tb_model {
     tb_gguf_t *gguf;
+    void *arena;                     /* (arena_bytes) weights' run-time copies, huge pages */
+    size_t arena_bytes;
     tb_tokenizer_t *tok;             /* NULL when the file has no tokenizer */
     tb_model_info_t info;
     tb_arch_t arch;

@@ -4,7 +4,8 @@
  * Streams a buffer much larger than the last-level cache with n threads,
  * each summing the 64-bit words of its contiguous slice with the widest
  * loads the best kernel tier has (the sum is kept, so reads cannot be
- * elided). The buffer is first touched by the thread that reads it.
+ * elided). The buffer is first touched by the thread that reads it and
+ * lives in transparent huge pages, as the model weights do (hugemem.c).
  * Reports the best of `reps` timed passes after one untimed pass.
  */
 #include "internal.h"
@@ -43,7 +44,7 @@ int tb_bandwidth_probe(int n_threads, size_t bytes, int reps, double *gbps) {
     tb_pool_t *pool;
     int rc = tb_pool_new(n_threads, &pool);
     if (rc) return rc;
-    probe_t p = {.buf = tb_alloc_aligned(bytes), .bytes = bytes,
+    probe_t p = {.buf = tb_huge_alloc(bytes), .bytes = bytes,
                  .sum = tb_kernels_for(tb_isa_best())->read_sum, .touch = true};
     if (!p.buf) {
         tb_pool_free(pool);
@@ -61,7 +62,7 @@ int tb_bandwidth_probe(int n_threads, size_t bytes, int reps, double *gbps) {
     volatile uint64_t keep = 0;
     for (int i = 0; i < 64; i++) keep += p.sink[i];
     (void)keep;
-    tb_free_aligned(p.buf);
+    tb_huge_free(p.buf);
     tb_pool_free(pool);
     *gbps = (double)bytes / (double)(best_ns ? best_ns : 1);
     return TB_OK;
