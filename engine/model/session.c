@@ -53,13 +53,25 @@ static int alloc_buffers(tb_session_t *s) {
     const size_t f = sizeof(float);
     bool fail = false;
 
+    /* KV of every layer in one huge-page arena: decode streams it like
+     * the weights. Slices are 64-byte aligned (nkv * kv_elem is). */
     s->kv = calloc((size_t)in->n_layer, sizeof *s->kv);
     if (!s->kv) return tb_err(TB_ERR_NOMEM, "out of memory for the KV cache table");
-    for (int32_t il = 0; il < in->n_layer && !fail; il++) {
+    size_t kv_total = 0;
+    for (int32_t il = 0; il < in->n_layer; il++) {
+        s->kv[il].cap = m->layers[il].sliding ? TB_MIN(in->n_swa, s->p.n_ctx) : s->p.n_ctx;
+        kv_total += 2 * (((size_t)s->kv[il].cap * nkv * s->kv_elem + 63) & ~(size_t)63);
+    }
+    s->kv_arena = tb_huge_alloc(kv_total);
+    if (!s->kv_arena) return tb_err(TB_ERR_NOMEM, "out of memory for %zu bytes of KV cache", kv_total);
+    s->mem_bytes += kv_total;
+    uint8_t *at = s->kv_arena;
+    for (int32_t il = 0; il < in->n_layer; il++) {
         tb_kv_layer_t *kv = &s->kv[il];
-        kv->cap = m->layers[il].sliding ? TB_MIN(in->n_swa, s->p.n_ctx) : s->p.n_ctx;
-        kv->k = salloc(s, (size_t)kv->cap * nkv * s->kv_elem, &fail);
-        kv->v = salloc(s, (size_t)kv->cap * nkv * s->kv_elem, &fail);
+        const size_t sz = ((size_t)kv->cap * nkv * s->kv_elem + 63) & ~(size_t)63;
+        kv->k = at;
+        kv->v = at + sz;
+        at += 2 * sz;
     }
     s->act_bytes = max_act_bytes(m);
     s->x = salloc(s, nb * E * f, &fail);
@@ -143,11 +155,7 @@ int tb_session_new(const tb_model_t *m, const tb_session_params_t *p, tb_session
 void tb_session_free(tb_session_t *s) {
     if (!s) return;
     tb_pool_free(s->pool);
-    if (s->kv)
-        for (int32_t il = 0; il < s->m->info.n_layer; il++) {
-            tb_free_aligned(s->kv[il].k);
-            tb_free_aligned(s->kv[il].v);
-        }
+    tb_huge_free(s->kv_arena);
     free(s->kv);
     void *bufs[] = {s->x, s->xn, s->y, s->q, s->k, s->v, s->att, s->act,
                     s->act2, s->ff_g, s->ff_u, s->rope_cs, s->rope_sn, s->scores, s->jobs,

@@ -30,6 +30,7 @@ struct tb_session {
     int32_t pos;                     /* tokens in the cache */
     size_t kv_elem;                  /* 2 (f16) or 4 (f32) */
     tb_kv_layer_t *kv;               /* (n_layer) */
+    void *kv_arena;                  /* every layer's K and V, huge pages */
     int64_t sc_ld;                   /* score row stride: n_ctx rounded up to 16 */
     size_t sc_per_thread;            /* floats of scores per thread        */
 
