@@ -27,6 +27,8 @@ void tb_free_aligned(void *p);
  * failure. For weights, KV caches and the bandwidth probe. */
 void *tb_huge_alloc(size_t n);
 void tb_huge_free(void *p);
+/* Prefault [p, p+n) of a file mapping before reading all of it. */
+void tb_mapping_populate(const void *p, size_t n);
 /* Drop the whole pages inside [p, p+n) of a read-only file mapping from
  * the resident set (the page cache keeps them; a later read refaults). */
 void tb_mapping_release(const void *p, size_t n);

@@ -278,6 +278,7 @@ static int place_weights(tb_model_t *m, tb_weights_mode_t mode) {
     for (int i = 0; i < n && rc == TB_OK; i++) {
         tb_weight_t *x = w[i];
         const size_t file_bytes = x->mat_bytes * (size_t)x->n_mat;
+        if (sz[i]) tb_mapping_populate(x->data, file_bytes);
         if (rp[i]) {
             size_t got;
             rc = tb_repack_register(m, x->type, x->data, x->row_bytes, x->n_out, x->n_in, x->n_mat, at, &got);

@@ -55,6 +55,20 @@ void tb_huge_free(void *p) {
     munmap(h->map, h->map_len);
 }
 
+/* Map [p, p+n) of a file mapping in one call (MADV_POPULATE_READ, Linux
+ * 5.14+) instead of one page fault per 64 KiB while it is copied. */
+void tb_mapping_populate(const void *p, size_t n) {
+#ifdef MADV_POPULATE_READ
+    const uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+    uintptr_t b = (uintptr_t)p & ~(page - 1);
+    uintptr_t e = ((uintptr_t)p + n + page - 1) & ~(page - 1);
+    if (e > b) (void)madvise((void *)b, e - b, MADV_POPULATE_READ);
+#else
+    (void)p;
+    (void)n;
+#endif
+}
+
 /* Drop [p, p+n) of a read-only file mapping from this process's resident
  * set (whole pages inside the range only); the page cache keeps the data and
  * a later access faults it back in. */
