@@ -30,10 +30,10 @@ static const struct {
 
 static void usage(FILE *f) {
     fprintf(f, "ternbench %s — benchmark and reproduce on-device LLM speed claims\n\n"
-               "usage: ternbench COMMAND [ARGS]\n\ncommands:\n", TB_VERSION_STRING);
+               "usage: ternbench [--isa I] COMMAND [ARGS]\n\ncommands:\n", TB_VERSION_STRING);
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         fprintf(f, "  %-11s %s\n", commands[i].name, commands[i].help);
-    fprintf(f, "\nenvironment: TB_ISA=ref|generic|avx2|avx512|neon caps the kernel tier\n");
+    fprintf(f, "\n--isa ref|generic|avx2|avx512|neon caps the kernel tier for the command (as TB_ISA=I does)\n");
 }
 
 /* A command's status, made a failure when its standard output could not be
@@ -53,6 +53,16 @@ int main(int argc, char **argv) {
         return 0;
     }
     if (!strcmp(argv[1], "--version")) { printf("ternbench %s\n", TB_VERSION_STRING); return 0; }
+    if (!strcmp(argv[1], "--isa")) {
+        tb_isa_t isa;
+        if (argc < 4) { usage(stderr); return 2; }
+        if (tb_isa_from_name(argv[2], &isa) != TB_OK || tb_isa_set(isa) != TB_OK) {
+            fprintf(stderr, "ternbench: --isa %s: %s\n", argv[2], tb_last_error());
+            return 2;
+        }
+        argc -= 2;
+        argv += 2;
+    }
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         if (!strcmp(argv[1], commands[i].name)) return finish_stdout(argv[1], commands[i].fn(argc - 1, argv + 1));
     fprintf(stderr, "ternbench: unknown command '%s'\n\n", argv[1]);

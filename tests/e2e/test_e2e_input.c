@@ -293,6 +293,8 @@ static void test_usage_errors(void **state) {
         {"usage", "scenario", "bogus", NULL},
         {"--bogus", "list", "--db", "base.db", "--bogus", NULL},
         {"frobnicate", "frobnicate", NULL},
+        {"avx9", "--isa", "avx9", "list", "--db", "base.db", NULL},
+        {"usage", "--isa", "ref", NULL},
     };
     char *before = e2e_db_counts(db_path);
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
