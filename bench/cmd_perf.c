@@ -114,10 +114,18 @@ static int run_kernels_format(tb_type_t t, const tb_isa_t *tiers, int n_tiers, t
         int copies = (int)((MIN_COPY_BYTES + wbytes - 1) / wbytes);
         uint8_t *W = malloc(wbytes * (size_t)copies);              // (copies, rows, cols)
         float *x = malloc(sizeof(float) * (size_t)cols), *y = malloc(sizeof(float) * (size_t)rows);
-        if (!W || !x || !y || fill_weights(t, cols, W, wbytes * (size_t)copies)) {
-            fprintf(stderr, "ternbench kernels: cannot set up %s %lldx%lld\n", tb_type_name(t),
-                    (long long)rows, (long long)cols);
-            free(W); free(x); free(y);
+        tb_weights_t *pw[8] = {NULL};   /* per tier: prepared as the model's (huge pages, repacked) */
+        int bad = !W || !x || !y || fill_weights(t, cols, W, wbytes * (size_t)copies);
+        for (int k = 0; k < n_tiers && !bad; k++) {
+            tb_isa_set(tiers[k]);
+            bad = tb_weights_new(t, W, rows, cols, copies, &pw[k]) != TB_OK;
+        }
+        free(W);
+        if (bad) {
+            fprintf(stderr, "ternbench kernels: cannot set up %s %lldx%lld: %s\n", tb_type_name(t),
+                    (long long)rows, (long long)cols, tb_last_error());
+            for (int k = 0; k < n_tiers; k++) tb_weights_free(pw[k]);
+            free(x); free(y);
             return 1;
         }
         for (int64_t j = 0; j < cols; j++) x[j] = (float)((j * 7919) % 2001 - 1000) / 1000.0f;
@@ -129,7 +137,7 @@ static int run_kernels_format(tb_type_t t, const tb_isa_t *tiers, int n_tiers, t
             for (int k = 0; k < n_tiers; k++) {   /* interleaved tiers */
                 tb_isa_set(tiers[k]);
                 uint64_t t0 = tb_now_ns();
-                tb_matvec(pool, t, W + wbytes * (size_t)c, rows, cols, x, y);
+                tb_weights_matvec(pool, pw[k], c, x, y);
                 uint64_t dt = tb_now_ns() - t0;
                 if (rep > 0 && dt < best[k]) best[k] = dt;   /* rep 0: warm-up */
                 c = (c + 1) % copies;
@@ -141,7 +149,8 @@ static int run_kernels_format(tb_type_t t, const tb_isa_t *tiers, int n_tiers, t
                    tb_isa_name(tiers[k]), (long long)rows, (long long)cols, best[k] / 1e3, gbs,
                    100.0 * gbs / bw);
         }
-        free(W); free(x); free(y);
+        for (int k = 0; k < n_tiers; k++) tb_weights_free(pw[k]);
+        free(x); free(y);
     }
     /* prefill-shaped gemm: operations per second (2 per multiply-add) */
     if (GEMM_COLS % blk == 0) {
@@ -149,8 +158,16 @@ static int run_kernels_format(tb_type_t t, const tb_isa_t *tiers, int n_tiers, t
         uint8_t *W = malloc(wbytes);                                          // (rows, cols)
         float *X = malloc(sizeof(float) * GEMM_TOK * GEMM_COLS);              // (tok, cols)
         float *Y = malloc(sizeof(float) * GEMM_TOK * GEMM_ROWS);              // (tok, rows)
-        if (!W || !X || !Y || fill_weights(t, GEMM_COLS, W, wbytes)) {
-            free(W); free(X); free(Y);
+        tb_weights_t *pw[8] = {NULL};
+        int bad = !W || !X || !Y || fill_weights(t, GEMM_COLS, W, wbytes);
+        for (int k = 0; k < n_tiers && !bad; k++) {
+            tb_isa_set(tiers[k]);
+            bad = tb_weights_new(t, W, GEMM_ROWS, GEMM_COLS, 1, &pw[k]) != TB_OK;
+        }
+        free(W);
+        if (bad) {
+            for (int k = 0; k < n_tiers; k++) tb_weights_free(pw[k]);
+            free(X); free(Y);
             return 1;
         }
         for (int64_t j = 0; j < GEMM_TOK * GEMM_COLS; j++) X[j] = (float)((j * 7919) % 2001 - 1000) / 1000.0f;
@@ -161,7 +178,7 @@ static int run_kernels_format(tb_type_t t, const tb_isa_t *tiers, int n_tiers, t
             for (int k = 0; k < n_tiers; k++) {
                 tb_isa_set(tiers[k]);
                 uint64_t t0 = tb_now_ns();
-                tb_matmul(pool, t, W, GEMM_ROWS, GEMM_COLS, X, GEMM_TOK, Y);
+                tb_weights_matmul(pool, pw[k], 0, X, GEMM_TOK, Y);
                 uint64_t dt = tb_now_ns() - t0;
                 if (rep > 0 && dt < best[k]) best[k] = dt;
             }
@@ -169,7 +186,8 @@ static int run_kernels_format(tb_type_t t, const tb_isa_t *tiers, int n_tiers, t
             printf("%-6s %-8s gemm   %6dx%-5d x %d tok %9.1f us %8.1f GOP/s\n", tb_type_name(t),
                    tb_isa_name(tiers[k]), GEMM_ROWS, GEMM_COLS, GEMM_TOK, best[k] / 1e3,
                    2.0 * GEMM_ROWS * GEMM_COLS * GEMM_TOK / (double)best[k]);
-        free(W); free(X); free(Y);
+        for (int k = 0; k < n_tiers; k++) tb_weights_free(pw[k]);
+        free(X); free(Y);
     }
     return 0;
 }

@@ -151,6 +151,22 @@ int tb_matvec(tb_pool_t *pool, tb_type_t wtype, const void *W, int64_t rows,
 int tb_matmul(tb_pool_t *pool, tb_type_t wtype, const void *W, int64_t rows,
               int64_t cols, const float *X, int64_t n, float *Y);
 
+/* A stack of n_mat weight matrices (rows, cols) prepared as tb_model_load
+ * prepares the model's: copied into huge-page memory and, when the kernel
+ * tier active at creation has a faster layout for the type, repacked for
+ * it. W (file layout) is not kept. Multiplies read the prepared copy; other
+ * tiers (after tb_isa_set) read the file-layout copy. */
+typedef struct tb_weights tb_weights_t;
+int  tb_weights_new(tb_type_t type, const void *W, int64_t rows, int64_t cols, int64_t n_mat,
+                    tb_weights_t **out);
+void tb_weights_free(tb_weights_t *w);
+/* Bytes held: the file-layout copy plus the repacked one. */
+size_t tb_weights_resident_bytes(const tb_weights_t *w);
+/* y (rows) = W[mat] · x; Y (n, rows) = X (n, cols) · W[mat]^T. */
+int  tb_weights_matvec(tb_pool_t *pool, const tb_weights_t *w, int64_t mat, const float *x, float *y);
+int  tb_weights_matmul(tb_pool_t *pool, const tb_weights_t *w, int64_t mat, const float *X, int64_t n,
+                       float *Y);
+
 /* Monotonic clock in nanoseconds. */
 uint64_t tb_now_ns(void);
 
