@@ -77,7 +77,7 @@ static void fake_facts(tb_host_facts_t *h, tb_build_facts_t *b, tb_model_facts_t
 }
 
 /* Insert dimension rows and a run; returns the run id. */
-static int64_t start_run(tb_store_t *s) {
+static int64_t start_run_bw(tb_store_t *s, double bw_before) {
     tb_host_facts_t h;
     tb_build_facts_t b;
     tb_model_facts_t m;
@@ -90,14 +90,53 @@ static int64_t start_run(tb_store_t *s) {
     const char *keys[] = {"who"}, *vals[] = {"test"};
     tb_run_facts_t r = {.host_id = hid, .build_id = bid, .model_id = mid, .scenario_id = sid,
                         .threads = 2, .isa = "generic", .kv_type = "f16",
-                        .bandwidth_gbps_before = -1, .record_tokens = 1,
+                        .bandwidth_gbps_before = bw_before, .record_tokens = 1,
                         .n_tags = 1, .tag_keys = keys, .tag_values = vals};
     snprintf(r.uuid, sizeof r.uuid, "uuid-%d-%lld", (int)getpid(), (long long)tb_now_ns());
     assert_int_equal(tb_store_run_begin(s, &r, &rid), TB_OK);
     return rid;
 }
+static int64_t start_run(tb_store_t *s) { return start_run_bw(s, -1); }
 
 /* ===================================================================== */
+
+/* A run's roofline is max(probe before, probe after): at run end every
+ * roofline_pct (and roofline_pct:<part>) of that run, stored against the
+ * probe before, is rescaled when the probe after read higher; nothing else
+ * (other metrics, other runs, runs whose after-probe is lower) changes. */
+static void test_roofline_rescale(void **state) {
+    (void)state;
+    char path[512];
+    tpath(path, sizeof path, "roofline.db");
+    tb_store_t *s;
+    if (tb_store_open(path, &s, NULL)) fail_msg("%s", tb_last_error());
+    sqlite3 *db = tb_store_db(s);
+    int64_t up = start_run_bw(s, 20.0), down = start_run_bw(s, 20.0), t_up, t_down;
+    assert_int_equal(tb_store_test_begin(s, up, "decode", "decode", "tg8@d0", "{}", &t_up), TB_OK);
+    assert_int_equal(tb_store_test_begin(s, down, "decode", "decode", "tg8@d0", "{}", &t_down), TB_OK);
+    int64_t tid[2] = {t_up, t_down};
+    for (int i = 0; i < 2; i++) {
+        assert_int_equal(tb_store_add_measurement(s, tid[i], 0, "roofline_pct", 80.0, "%"), TB_OK);
+        assert_int_equal(tb_store_add_measurement(s, tid[i], 0, "roofline_pct:weights", 50.0, "%"), TB_OK);
+        assert_int_equal(tb_store_add_measurement(s, tid[i], 0, "achieved_gbps", 16.0, "GB/s"), TB_OK);
+        assert_int_equal(tb_store_test_end(s, tid[i], "complete", "nominal", NULL), TB_OK);
+    }
+    assert_int_equal(tb_store_run_end(s, up, "complete", NULL, 25.0), TB_OK);     /* 20 -> 25: x 0.8 */
+    assert_int_equal(tb_store_run_end(s, down, "complete", NULL, 15.0), TB_OK);   /* lower: unchanged */
+    char sql[256];
+    snprintf(sql, sizeof sql, "SELECT round(value, 6) * 1000000 FROM measurements WHERE test_id = %lld"
+             " AND metric = 'roofline_pct'", (long long)t_up);
+    assert_int_equal(q_int(db, sql), 64000000);
+    snprintf(sql, sizeof sql, "SELECT round(value, 6) * 1000000 FROM measurements WHERE test_id = %lld"
+             " AND metric = 'roofline_pct:weights'", (long long)t_up);
+    assert_int_equal(q_int(db, sql), 40000000);
+    snprintf(sql, sizeof sql, "SELECT value = 16.0 FROM measurements WHERE test_id = %lld"
+             " AND metric = 'achieved_gbps'", (long long)t_up);
+    assert_int_equal(q_int(db, sql), 1);
+    snprintf(sql, sizeof sql, "SELECT sum(value) FROM measurements WHERE test_id = %lld", (long long)t_down);
+    assert_int_equal(q_int(db, sql), 146);
+    tb_store_close(s);
+}
 
 static void test_create(void **state) {
     (void)state;
@@ -357,6 +396,7 @@ static void test_default_path(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_create),
+        cmocka_unit_test(test_roofline_rescale),
         cmocka_unit_test(test_migrate_from_v1),
         cmocka_unit_test(test_refuse_newer),
         cmocka_unit_test(test_recover_dead_run),
