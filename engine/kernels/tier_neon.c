@@ -43,33 +43,6 @@ TB_INLINE int32x4_t dot16_base(int32x4_t acc, int8x16_t x, int8x16_t y) {
 /* Kernel bodies, instantiated for both dot instructions                   */
 /* ---------------------------------------------------------------------- */
 
-#define NEON_BODIES(sfx, DOT16, ATTR)                                                          \
-    /* codes q in {0,1,2}: dot(q - 1, y) = dot(q, y) - sum(bsums) */                           \
-    ATTR static void dot_tq2_0_##sfx(int64_t n, float *s, const void *w, const void *a) {     \
-        const block_tq2_0 *x = w;                                                              \
-        const block_q8_K *y = a;                                                               \
-        const uint8x16_t m3 = vdupq_n_u8(3);                                                   \
-        float32x4_t acc = vdupq_n_f32(0);                                                      \
-        for (int64_t i = 0; i < n / QK_K; i++) {                                               \
-            int32x4_t p = vdupq_n_s32(0);                                                      \
-            for (int h = 0; h < 2; h++)                                                        \
-                for (int k = 0; k < 2; k++) {                                                  \
-                    uint8x16_t q = vld1q_u8(x[i].qs + 32 * h + 16 * k);                        \
-                    const int8_t *yq = y[i].qs + 128 * h + 16 * k;                             \
-                    p = DOT16(p, vreinterpretq_s8_u8(vandq_u8(q, m3)), vld1q_s8(yq));          \
-                    p = DOT16(p, vreinterpretq_s8_u8(vandq_u8(vshrq_n_u8(q, 2), m3)), vld1q_s8(yq + 32)); \
-                    p = DOT16(p, vreinterpretq_s8_u8(vandq_u8(vshrq_n_u8(q, 4), m3)), vld1q_s8(yq + 64)); \
-                    p = DOT16(p, vreinterpretq_s8_u8(vshrq_n_u8(q, 6)), vld1q_s8(yq + 96));    \
-                }                                                                              \
-            int16x8_t bs = vaddq_s16(vld1q_s16(y[i].bsums), vld1q_s16(y[i].bsums + 8));        \
-            p = vsubq_s32(p, vpaddlq_s16(bs));                                                 \
-            acc = vfmaq_n_f32(acc, vcvtq_f32_s32(p), tb_fp16_to_fp32(x[i].d) * y[i].d);       \
-        }                                                                                      \
-        *s = vaddvq_f32(acc);                                                                  \
-    }
-
-NEON_BODIES(base, DOT16_BASE, )
-NEON_BODIES(sdot, DOT16_SDOT, __attribute__((target("arch=armv8.2-a+dotprod"))))
 NV_INT_VARIANT(base, DOT16_BASE, )
 NV_INT_VARIANT(sdot, DOT16_SDOT, __attribute__((target("arch=armv8.2-a+dotprod"))))
 NEON_KQUANT_BODIES(base, DOT16_BASE, )
@@ -82,8 +55,6 @@ NV_TERNARY_VARIANTS(__attribute__((target("arch=armv8.2-a+dotprod"))))
 
 #define NEON_KERNELS(fmt) TB_KERNELS_FROM_DOT(fmt, dot_##fmt)
 
-NEON_KERNELS(tq2_0_base)
-NEON_KERNELS(tq2_0_sdot)
 NEON_KERNELS(q4_K_base)
 NEON_KERNELS(q6_K_base)
 NEON_KERNELS(q4_K_sdot)
@@ -113,7 +84,7 @@ void tb_kernels_fill_neon(tb_kernels_t *k) {
         k->features = "neon,dotprod";
         TB_NEON_SET(k, TB_TYPE_Q8_0, q8_0_sdot);
         TB_NEON_SET(k, TB_TYPE_Q4_0, q4_0_sdot);
-        SET(TB_TYPE_TQ2_0, tq2_0_sdot);
+        TB_NEON_SET(k, TB_TYPE_TQ2_0, tq2_0_sdot);
         TB_NEON_SET(k, TB_TYPE_TQ1_0, tq1_0_sdot);
         SET(TB_TYPE_Q4_K, q4_K_sdot);
         SET(TB_TYPE_Q6_K, q6_K_sdot);
@@ -121,7 +92,7 @@ void tb_kernels_fill_neon(tb_kernels_t *k) {
         k->features = "neon";
         TB_NEON_SET(k, TB_TYPE_Q8_0, q8_0_base);
         TB_NEON_SET(k, TB_TYPE_Q4_0, q4_0_base);
-        SET(TB_TYPE_TQ2_0, tq2_0_base);
+        TB_NEON_SET(k, TB_TYPE_TQ2_0, tq2_0_base);
         TB_NEON_SET(k, TB_TYPE_TQ1_0, tq1_0_base);
         SET(TB_TYPE_Q4_K, q4_K_base);
         SET(TB_TYPE_Q6_K, q6_K_base);

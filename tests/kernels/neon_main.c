@@ -232,6 +232,48 @@ static void check_exact_tq1_0(const tb_kernels_t *ref, const tb_kernels_t *k, co
     }
 }
 
+/* TQ2_0 the same way: d = 1, every byte value (codes 0..3, 3 included:
+ * the kernels compute what the ref computes), the widest int16 lane sums
+ * (codes 2 and 3 against -128) and 1..12 blocks. */
+static void check_exact_tq2_0(const tb_kernels_t *ref, const tb_kernels_t *k, const char *name) {
+    static block_tq2_0 w[12];
+    static block_q8_K a[12];
+    for (int b = 0; b < 12; b++) {
+        w[b].d = 0x3C00;
+        for (int j = 0; j < 64; j++) {
+            rs ^= rs << 13; rs ^= rs >> 7; rs ^= rs << 17;
+            w[b].qs[j] = (uint8_t)(b < 4 ? b * 64 + j : b == 10 ? 0xAA : b == 11 ? 0xFF : (int)(rs % 256));
+        }
+        a[b].d = 1.0f;
+        for (int j = 0; j < QK_K; j++) {
+            rs ^= rs << 13; rs ^= rs >> 7; rs ^= rs << 17;
+            a[b].qs[j] = (int8_t)(b >= 10 ? -128 : b == 9 ? (j % 2 ? 127 : -127) : (int)(rs >> 20) % 256 - 128);
+        }
+        for (int g = 0; g < QK_K / 16; g++) {
+            int sum = 0;
+            for (int j = 0; j < 16; j++) sum += a[b].qs[16 * g + j];
+            a[b].bsums[g] = (int16_t)sum;
+        }
+    }
+    float want, got, mv[1];
+    for (int nb = 1; nb <= 12; nb++) {
+        const int off = 12 - nb;
+        ref->t[TB_TYPE_TQ2_0].vec_dot(nb * QK_K, &want, w + off, a + off);
+        k->t[TB_TYPE_TQ2_0].vec_dot(nb * QK_K, &got, w + off, a + off);
+        mv[0] = NAN;
+        k->t[TB_TYPE_TQ2_0].matvec(w + off, 0, a + off, mv, 0, 1, nb * QK_K);
+        CHECK(got == want && mv[0] == want, "%s tq2_0 exact dot, %d blocks: %.9g / matvec %.9g vs ref %.9g", name,
+              nb, got, mv[0], want);
+        for (int b = 0; b < 12; b++) {
+            ref->t[TB_TYPE_TQ2_0].vec_dot(QK_K, &want, w + b, a + (b + nb) % 12);
+            k->t[TB_TYPE_TQ2_0].vec_dot(QK_K, &got, w + b, a + (b + nb) % 12);
+            CHECK(got == want, "%s tq2_0 exact block %d x act %d: %.9g vs ref %.9g", name, b, (b + nb) % 12, got, want);
+        }
+    }
+    ref->t[TB_TYPE_TQ2_0].vec_dot(QK_K, &want, w + 11, a + 11);
+    CHECK(want == -256.0f * QK_K, "tq2_0 ref: codes 3 x -128 gives %.9g", want);
+}
+
 static void check_tier(const tb_kernels_t *ref, const tb_kernels_t *k, const char *name) {
     static const tb_type_t types[] = {TB_TYPE_F32, TB_TYPE_F16, TB_TYPE_BF16, TB_TYPE_Q8_0, TB_TYPE_Q4_0,
                                       TB_TYPE_TQ2_0, TB_TYPE_TQ1_0, TB_TYPE_Q4_K, TB_TYPE_Q6_K};
@@ -250,9 +292,11 @@ static void check_tier(const tb_kernels_t *ref, const tb_kernels_t *k, const cha
         if (!tr->is_quant) check_shape(ref, k, name, wt, 5, 4099, 9, 0, 5);
     }
     check_shape(ref, k, name, TB_TYPE_TQ1_0, 13, 256 * 67, 7, 2, 12);   /* long rows, gemm tiles + tail */
+    check_shape(ref, k, name, TB_TYPE_TQ2_0, 13, 256 * 67, 7, 2, 12);
     check_act(k, name);
     check_exact(ref, k, name);
     check_exact_tq1_0(ref, k, name);
+    check_exact_tq2_0(ref, k, name);
     /* read_sum */
     uint64_t *v = aligned_alloc(64, 64 * 100), want = 0;
     for (int i = 0; i < 8 * 100; i++) want += (v[i] = (uint64_t)i * 0x9e3779b97f4a7c15ull);
