@@ -12,7 +12,10 @@
  *                 the group and ranges that cut groups;
  *   gemm          every (token, row) bit-identical to the repacked matvec
  *                 (prefill == decode) and within budget;
- *   tb_matmul     1 and 2 threads bit-identical on a registered matrix.
+ *   tb_matmul     1 and 2 threads bit-identical on a registered matrix;
+ *   Q4_0 shapes   32-element blocks: columns not multiples of QK_K, odd
+ *                 block counts, 1/15/17-row matrices, and rows past the
+ *                 repacked kernels' length limit (file layout fallback).
  * On a machine whose best tier repacks nothing, registration must be a
  * no-op (0 extra bytes) and the test says so.
  */
@@ -68,108 +71,119 @@ static void fill_nan(float *y, size_t n) {
     for (size_t i = 0; i < n; i++) y[i] = NAN;
 }
 
-/* One registered stack of n_mat matrices checked through the active table. */
-static void check_type(tb_type_t wt) {
+/* One registered stack of 2 matrices of rows x n checked through the
+ * active table; false when the tier has no repack for wt (registration
+ * then checked as a no-op). With `poison` the file bytes are overwritten
+ * after registering, so only the repacked copy can give right results;
+ * without it (rows longer than a tier's repacked kernels take, which then
+ * read the file layout) the same checks run on intact file bytes. */
+static bool check_shape(tb_type_t wt, int64_t rows, int64_t n, bool poison) {
     const tb_kernels_t *k = tb_kernels();
     const tb_type_kernels_t *e = &k->t[wt];
     const int g = e->repack_rows;
-    static const int64_t row_counts[] = {1, 16, 37, 53};
     static const int64_t tok_counts[] = {1, 3, 8, 9, 17};
     const tb_kernels_t *ref = tb_kernels_for(TB_ISA_REF);
-    for (size_t rc = 0; rc < TB_ARRAY_LEN(row_counts); rc++) {
-        const int64_t rows = row_counts[rc], n = QK_K * irand(1, 5), n_mat = 2;
-        const size_t ws = tb_type_row_bytes(wt, n), as = tb_act_row_bytes(wt, n);
-        uint8_t *W = rand_rows(wt, rows * n_mat, n);   // (n_mat, rows, n)
-        const int owner = 0;
-        size_t extra = 1;
-        assert_int_equal(tb_repack_register(&owner, wt, W, ws, rows, n, n_mat, NULL, &extra), TB_OK);
-        if (!e->repack) {
-            assert_int_equal(extra, 0);
-            free(W);
-            return;
-        }
-        assert_int_equal(extra, tb_repack_bytes(ws, rows, g) * (size_t)n_mat);
-        /* lookup: matrix starts only, this tier and type only */
-        assert_non_null(tb_repack_lookup(W, ws, k->isa, wt));
-        assert_non_null(tb_repack_lookup(W + ws * (size_t)rows, ws, k->isa, wt));
-        if (rows > 1) assert_null(tb_repack_lookup(W + ws, ws, k->isa, wt));
-        assert_null(tb_repack_lookup(W + ws * (size_t)(rows * n_mat), ws, k->isa, wt));
-        assert_null(tb_repack_lookup(W, ws, TB_ISA_GENERIC, wt));
-        assert_null(tb_repack_lookup(W, ws + 1, k->isa, wt));
-
-        const int64_t nt_max = 17;
-        uint8_t *A = rand_rows(tb_type_traits(wt)->vec_dot_type, nt_max, n);   // (nt_max, n)
-        for (int64_t m = 0; m < n_mat; m++) {
-            const uint8_t *Wm = W + (size_t)m * ws * (size_t)rows;
-            float *want = xalloc(sizeof(float) * (size_t)(nt_max * rows));   // (nt_max, rows)
-            double *tol = xalloc(sizeof(double) * (size_t)(nt_max * rows));  // (nt_max, rows)
-            for (int64_t t = 0; t < nt_max; t++)
-                for (int64_t r = 0; r < rows; r++) {
-                    ref->t[wt].vec_dot(n, &want[t * rows + r], Wm + ws * (size_t)r, A + as * (size_t)t);
-                    tol[t * rows + r] = budget(wt, Wm + ws * (size_t)r, A + as * (size_t)t, n);
-                }
-            /* from here on only the repacked copy may be read */
-            memset(W + (size_t)m * ws * (size_t)rows, 0xA5, ws * (size_t)rows);
-            const int64_t r0 = irand(0, (int)rows / 3), r1 = rows - irand(0, (int)rows / 3);
-            float *y = xalloc(sizeof(float) * (size_t)(nt_max * rows));   // (nt_max, rows)
-            for (int64_t t = 0; t < nt_max; t++) {
-                fill_nan(y + t * rows, (size_t)rows);
-                e->matvec(Wm, ws, A + as * (size_t)t, y + t * rows, r0, r1, n);
-                for (int64_t r = 0; r < rows; r++) {
-                    float v = y[t * rows + r];
-                    if (r < r0 || r >= r1) {
-                        if (!isnan(v)) fail_msg("%s: repacked matvec wrote row %lld outside [%lld, %lld)",
-                                                tb_type_name(wt), (long long)r, (long long)r0, (long long)r1);
-                    } else if (!(fabs((double)v - want[t * rows + r]) <= tol[t * rows + r])) {
-                        fail_msg("%s: repacked matvec (%lld x %lld, matrix %lld) row %lld: got %.9g want %.9g",
-                                 tb_type_name(wt), (long long)rows, (long long)n, (long long)m, (long long)r, v,
-                                 want[t * rows + r]);
-                    }
-                }
-            }
-            for (size_t c = 0; c < TB_ARRAY_LEN(tok_counts); c++) {
-                const int64_t nt = tok_counts[c], ldy = rows + 5;
-                float *Y = xalloc(sizeof(float) * (size_t)(nt * ldy));   // (nt, ldy)
-                fill_nan(Y, (size_t)(nt * ldy));
-                e->gemm(Wm, ws, A, as, nt, Y, ldy, r0, r1, n);
-                for (int64_t t = 0; t < nt; t++)
-                    for (int64_t r = 0; r < ldy; r++) {
-                        float v = Y[t * ldy + r];
-                        if (r < r0 || r >= r1) {
-                            if (!isnan(v)) fail_msg("%s: repacked gemm wrote token %lld row %lld outside [%lld, %lld)",
-                                                    tb_type_name(wt), (long long)t, (long long)r, (long long)r0,
-                                                    (long long)r1);
-                        } else if (memcmp(&v, &y[t * rows + r], sizeof v) != 0) {
-                            fail_msg("%s: repacked gemm (%lld tokens) token %lld row %lld: %.9g is not "
-                                     "bit-identical to matvec's %.9g", tb_type_name(wt), (long long)nt,
-                                     (long long)t, (long long)r, v, y[t * rows + r]);
-                        }
-                    }
-                free(Y);
-            }
-            free(y);
-            free(want);
-            free(tol);
-        }
-        /* the public API on a registered matrix: 1 and 2 threads agree */
-        tb_pool_t *p1, *p2;
-        assert_int_equal(tb_pool_new(1, &p1), TB_OK);
-        assert_int_equal(tb_pool_new(2, &p2), TB_OK);
-        float *X = xalloc(sizeof(float) * (size_t)(5 * n));   // (5, n)
-        for (int64_t j = 0; j < 5 * n; j++) X[j] = frand();
-        float *Y1 = xalloc(sizeof(float) * (size_t)(5 * rows)), *Y2 = xalloc(sizeof(float) * (size_t)(5 * rows));
-        assert_int_equal(tb_matmul(p1, wt, W, rows, n, X, 5, Y1), TB_OK);
-        assert_int_equal(tb_matmul(p2, wt, W, rows, n, X, 5, Y2), TB_OK);
-        assert_memory_equal(Y1, Y2, sizeof(float) * (size_t)(5 * rows));
-        tb_pool_free(p1);
-        tb_pool_free(p2);
-        free(X); free(Y1); free(Y2);
-
-        tb_repack_release(&owner);
-        assert_null(tb_repack_lookup(W, ws, k->isa, wt));
-        free(A);
+    const int64_t n_mat = 2;
+    const size_t ws = tb_type_row_bytes(wt, n), as = tb_act_row_bytes(wt, n);
+    uint8_t *W = rand_rows(wt, rows * n_mat, n);   // (n_mat, rows, n)
+    const int owner = 0;
+    size_t extra = 1;
+    assert_int_equal(tb_repack_register(&owner, wt, W, ws, rows, n, n_mat, NULL, &extra), TB_OK);
+    if (!e->repack) {
+        assert_int_equal(extra, 0);
         free(W);
+        return false;
     }
+    assert_int_equal(extra, tb_repack_bytes(ws, rows, g) * (size_t)n_mat);
+    /* lookup: matrix starts only, this tier and type only */
+    assert_non_null(tb_repack_lookup(W, ws, k->isa, wt));
+    assert_non_null(tb_repack_lookup(W + ws * (size_t)rows, ws, k->isa, wt));
+    if (rows > 1) assert_null(tb_repack_lookup(W + ws, ws, k->isa, wt));
+    assert_null(tb_repack_lookup(W + ws * (size_t)(rows * n_mat), ws, k->isa, wt));
+    assert_null(tb_repack_lookup(W, ws, TB_ISA_GENERIC, wt));
+    assert_null(tb_repack_lookup(W, ws + 1, k->isa, wt));
+
+    const int64_t nt_max = 17;
+    uint8_t *A = rand_rows(tb_type_traits(wt)->vec_dot_type, nt_max, n);   // (nt_max, n)
+    for (int64_t m = 0; m < n_mat; m++) {
+        const uint8_t *Wm = W + (size_t)m * ws * (size_t)rows;
+        float *want = xalloc(sizeof(float) * (size_t)(nt_max * rows));   // (nt_max, rows)
+        double *tol = xalloc(sizeof(double) * (size_t)(nt_max * rows));  // (nt_max, rows)
+        for (int64_t t = 0; t < nt_max; t++)
+            for (int64_t r = 0; r < rows; r++) {
+                ref->t[wt].vec_dot(n, &want[t * rows + r], Wm + ws * (size_t)r, A + as * (size_t)t);
+                tol[t * rows + r] = budget(wt, Wm + ws * (size_t)r, A + as * (size_t)t, n);
+            }
+        /* from here on only the repacked copy may be read */
+        if (poison) memset(W + (size_t)m * ws * (size_t)rows, 0xA5, ws * (size_t)rows);
+        const int64_t r0 = irand(0, (int)rows / 3), r1 = rows - irand(0, (int)rows / 3);
+        float *y = xalloc(sizeof(float) * (size_t)(nt_max * rows));   // (nt_max, rows)
+        for (int64_t t = 0; t < nt_max; t++) {
+            fill_nan(y + t * rows, (size_t)rows);
+            e->matvec(Wm, ws, A + as * (size_t)t, y + t * rows, r0, r1, n);
+            for (int64_t r = 0; r < rows; r++) {
+                float v = y[t * rows + r];
+                if (r < r0 || r >= r1) {
+                    if (!isnan(v)) fail_msg("%s: repacked matvec wrote row %lld outside [%lld, %lld)",
+                                            tb_type_name(wt), (long long)r, (long long)r0, (long long)r1);
+                } else if (!(fabs((double)v - want[t * rows + r]) <= tol[t * rows + r])) {
+                    fail_msg("%s: repacked matvec (%lld x %lld, matrix %lld) row %lld: got %.9g want %.9g",
+                             tb_type_name(wt), (long long)rows, (long long)n, (long long)m, (long long)r, v,
+                             want[t * rows + r]);
+                }
+            }
+        }
+        for (size_t c = 0; c < TB_ARRAY_LEN(tok_counts); c++) {
+            const int64_t nt = tok_counts[c], ldy = rows + 5;
+            float *Y = xalloc(sizeof(float) * (size_t)(nt * ldy));   // (nt, ldy)
+            fill_nan(Y, (size_t)(nt * ldy));
+            e->gemm(Wm, ws, A, as, nt, Y, ldy, r0, r1, n);
+            for (int64_t t = 0; t < nt; t++)
+                for (int64_t r = 0; r < ldy; r++) {
+                    float v = Y[t * ldy + r];
+                    if (r < r0 || r >= r1) {
+                        if (!isnan(v)) fail_msg("%s: repacked gemm wrote token %lld row %lld outside [%lld, %lld)",
+                                                tb_type_name(wt), (long long)t, (long long)r, (long long)r0,
+                                                (long long)r1);
+                    } else if (memcmp(&v, &y[t * rows + r], sizeof v) != 0) {
+                        fail_msg("%s: repacked gemm (%lld tokens) token %lld row %lld: %.9g is not "
+                                 "bit-identical to matvec's %.9g", tb_type_name(wt), (long long)nt,
+                                 (long long)t, (long long)r, v, y[t * rows + r]);
+                    }
+                }
+            free(Y);
+        }
+        free(y);
+        free(want);
+        free(tol);
+    }
+    /* the public API on a registered matrix: 1 and 2 threads agree */
+    tb_pool_t *p1, *p2;
+    assert_int_equal(tb_pool_new(1, &p1), TB_OK);
+    assert_int_equal(tb_pool_new(2, &p2), TB_OK);
+    float *X = xalloc(sizeof(float) * (size_t)(5 * n));   // (5, n)
+    for (int64_t j = 0; j < 5 * n; j++) X[j] = frand();
+    float *Y1 = xalloc(sizeof(float) * (size_t)(5 * rows)), *Y2 = xalloc(sizeof(float) * (size_t)(5 * rows));
+    assert_int_equal(tb_matmul(p1, wt, W, rows, n, X, 5, Y1), TB_OK);
+    assert_int_equal(tb_matmul(p2, wt, W, rows, n, X, 5, Y2), TB_OK);
+    assert_memory_equal(Y1, Y2, sizeof(float) * (size_t)(5 * rows));
+    tb_pool_free(p1);
+    tb_pool_free(p2);
+    free(X); free(Y1); free(Y2);
+
+    tb_repack_release(&owner);
+    assert_null(tb_repack_lookup(W, ws, k->isa, wt));
+    free(A);
+    free(W);
+    return true;
+}
+
+/* check_shape for several row counts (not all multiples of the group),
+ * each with a random multiple of QK_K columns. */
+static void check_type(tb_type_t wt) {
+    static const int64_t row_counts[] = {1, 16, 37, 53};
+    for (size_t rc = 0; rc < TB_ARRAY_LEN(row_counts); rc++)
+        if (!check_shape(wt, row_counts[rc], QK_K * irand(1, 5), true)) return;
 }
 
 static void test_repacked_kernels(void **state) {
@@ -181,6 +195,25 @@ static void test_repacked_kernels(void **state) {
     }
     if (!n_repacked) print_message("tier %s repacks no type: registration checked as a no-op\n",
                                    tb_isa_name(tb_isa_active()));
+}
+
+/* Q4_0 (32-element blocks): column counts that are not multiples of
+ * QK_K, odd block counts (a group's blocks then start at alternating
+ * 32-byte offsets), one row, partial groups of 15 and 17 rows; and rows
+ * longer than the repacked kernels' limit (AVX-512: 1024 blocks), which
+ * must still agree gemm == matvec when they read the file layout. */
+static void test_q4_0_shapes(void **state) {
+    (void)state;
+    static const struct { int64_t rows, n; } shapes[] = {
+        {1, 32}, {15, 96}, {17, 416}, {37, 32 * 33}, {53, 32 * 65}, {16, 32 * 7}, {33, 2048 + 32},
+    };
+    if (!tb_kernels()->t[TB_TYPE_Q4_0].repack) {
+        assert_false(check_shape(TB_TYPE_Q4_0, 17, 96, true));
+        skip();
+    }
+    for (size_t i = 0; i < TB_ARRAY_LEN(shapes); i++)
+        assert_true(check_shape(TB_TYPE_Q4_0, shapes[i].rows, shapes[i].n, true));
+    assert_true(check_shape(TB_TYPE_Q4_0, 17, 32 * 1025, false));
 }
 
 /* Two owners: releasing one leaves the other's registrations in place. */
@@ -215,6 +248,7 @@ static void test_owners(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_repacked_kernels),
+        cmocka_unit_test(test_q4_0_shapes),
         cmocka_unit_test(test_owners),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
