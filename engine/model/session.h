@@ -3,12 +3,14 @@
  * attention.c and moe.c (not public).
  *
  * KV cache: per layer, position p in slot p % cap; cap = n_ctx for global
- * layers and min(n_swa, n_ctx) for sliding layers (a ring). K is stored by
- * rows (cap, n_head_kv * head_dim), V transposed (n_head_kv, head_dim, cap)
- * so that the weighted sum over positions is a kernel matvec/gemm over
- * rows of Vt. attention.c writes a token's K/V into its slot before the
- * token attends, and orders the writes so that a ring slot is never
- * overwritten while a token of the same chunk still needs it.
+ * layers and min(n_swa, n_ctx) for sliding layers (a ring). K and V are
+ * both stored transposed, (n_head_kv, head_dim, cap): the scores of a block
+ * of positions are sum_d Kt[d][block] * q[d] (each K chunk converted once
+ * for every query head of the group, no horizontal sums) and the weighted
+ * sum over positions is a product with rows of Vt. attention.c writes a
+ * token's K/V into its slot before the token attends, and orders the
+ * writes so that a ring slot is never overwritten while a token of the
+ * same chunk still needs it.
  *
  * Scratch buffers are sized once for n_batch tokens at session creation.
  */
@@ -18,7 +20,7 @@
 #include "model/model.h"
 
 typedef struct tb_kv_layer {
-    void *k;                         /* (cap, n_head_kv * head_dim) kv_type */
+    void *k;                         /* (n_head_kv, head_dim, cap) kv_type  */
     void *v;                         /* (n_head_kv, head_dim, cap) kv_type  */
     int32_t cap;
 } tb_kv_layer_t;

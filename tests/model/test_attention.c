@@ -1,0 +1,224 @@
+/*
+ * test_attention.c — the attention kernels of every tier this CPU has
+ * (attention.h) against plain double-precision references, checkasm style:
+ *  - scores over Kt (head_dim, cap) for f16 and f32 caches, group sizes
+ *    1..16, head_dim 8..128 (odd multiples included), runs of odd lengths
+ *    starting anywhere in a ring row, up to its end;
+ *  - only the run's columns written, only its Kt columns read (NaN around),
+ *    each score bit-identical whatever the run cut and the head batch
+ *    (the decode == prefill contract);
+ *  - the weighted sum over Vt where the tier has one: values, exactly
+ *    G x head_dim outputs written, NaN probabilities and V outside the run
+ *    ignored;
+ *  - softmax with scale against double, every tail length.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model/attention.h"
+#include "model/model.h"
+#include "kernels/kernels.h"
+
+/* Deterministic uniform floats in [lo, hi). */
+static uint64_t rng = 0x2545f4914f6cdd1dull;
+static float urand(float lo, float hi) {
+    rng ^= rng << 13; rng ^= rng >> 7; rng ^= rng << 17;
+    return lo + (hi - lo) * (float)((rng >> 40) * 0x1p-24);
+}
+static int irand(int lo, int hi) { return lo + (int)urand(0.0f, (float)(hi - lo + 1) - 0.5f); }
+
+static const tb_isa_t isas[] = {TB_ISA_REF, TB_ISA_GENERIC, TB_ISA_AVX2, TB_ISA_AVX512, TB_ISA_NEON};
+
+/* A cache row block (hd, cap) of the given type with random values in
+ * columns [s, s + n) and NaN elsewhere. */
+static void *make_t(bool f16, int hd, int cap, int s, int n, float amp) {
+    void *p = malloc((size_t)hd * (size_t)cap * (f16 ? 2 : 4));
+    assert_non_null(p);
+    for (int d = 0; d < hd; d++)
+        for (int c = 0; c < cap; c++) {
+            const bool in = c >= s && c < s + n;
+            const float v = in ? urand(-amp, amp) : NAN;
+            if (f16) ((tb_fp16_t *)p)[(size_t)d * cap + c] = tb_fp32_to_fp16(v);
+            else ((float *)p)[(size_t)d * cap + c] = v;
+        }
+    return p;
+}
+
+static double at(const void *p, bool f16, size_t i) {
+    return f16 ? (double)tb_fp16_to_fp32(((const tb_fp16_t *)p)[i]) : (double)((const float *)p)[i];
+}
+
+/* One scores case on one tier. */
+static void scores_case(const tb_att_kernels_t *ak, const char *name, bool f16, int G, int hd,
+                        int cap, int s, int n) {
+    const int64_t ld = n + 5;
+    void *Kt = make_t(f16, hd, cap, s, n, 2.0f);
+    const size_t el = f16 ? 2 : 4;
+    const void *K0 = (const uint8_t *)Kt + (size_t)s * el;          /* (hd, cap) from column s */
+    float *q = malloc((size_t)G * hd * sizeof *q);                  /* (G, hd) */
+    float *sc = malloc((size_t)(G + 1) * ld * sizeof *sc);          /* (G + 1, ld) */
+    float *s2 = malloc((size_t)(G + 1) * ld * sizeof *s2);
+    for (int i = 0; i < G * hd; i++) q[i] = urand(-3.0f, 3.0f);
+    memset(sc, 0xA5, (size_t)(G + 1) * ld * sizeof *sc);
+    memset(s2, 0xA5, (size_t)(G + 1) * ld * sizeof *s2);
+    ak->scores(K0, (size_t)cap, f16, q, G, hd, sc, ld, n);
+    for (int h = 0; h < G + 1; h++)
+        for (int64_t j = 0; j < ld; j++) {
+            const float got = sc[h * ld + j];
+            if (h == G || j >= n) {                                 /* untouched */
+                uint32_t u;
+                memcpy(&u, &got, 4);
+                if (u != 0xA5A5A5A5u) fail_msg("%s scores wrote outside (h %d, j %lld)", name, h, (long long)j);
+                continue;
+            }
+            double ref = 0.0, mag = 0.0;
+            for (int d = 0; d < hd; d++) {
+                const double t = at(K0, f16, (size_t)d * cap + (size_t)j) * q[h * hd + d];
+                ref += t;
+                mag += fabs(t);
+            }
+            if (!(fabs(got - ref) <= 1.2e-7 * hd * mag + 1e-30))
+                fail_msg("%s scores %s G %d hd %d cap %d s %d n %d: [%d][%lld] %.9g vs %.9g", name,
+                         f16 ? "f16" : "f32", G, hd, cap, s, n, h, (long long)j, got, ref);
+        }
+    /* the same bits for a cut run and for one head at a time */
+    const int a = irand(0, n);
+    ak->scores(K0, (size_t)cap, f16, q, G, hd, s2, ld, a);
+    ak->scores((const uint8_t *)K0 + (size_t)a * el, (size_t)cap, f16, q, G, hd, s2 + a, ld, n - a);
+    for (int h = 0; h < G; h++)
+        if (memcmp(sc + h * ld, s2 + h * ld, (size_t)n * sizeof *sc))
+            fail_msg("%s scores not cut-invariant (G %d hd %d n %d cut %d)", name, G, hd, n, a);
+    for (int h = 0; h < G; h++) {
+        ak->scores(K0, (size_t)cap, f16, q + h * hd, 1, hd, s2 + h * ld, ld, n);
+        if (memcmp(sc + h * ld, s2 + h * ld, (size_t)n * sizeof *sc))
+            fail_msg("%s scores of head %d depend on the head batch (G %d hd %d n %d)", name, h, G, hd, n);
+    }
+    free(Kt); free(q); free(sc); free(s2);
+}
+
+static void test_scores(void **st) {
+    (void)st;
+    static const int Gs[] = {1, 2, 3, 4, 5, 8, 9, 16};
+    static const int hds[] = {8, 16, 40, 64, 128};
+    static const int caps[] = {16, 33, 100, 577};
+    for (size_t ii = 0; ii < TB_ARRAY_LEN(isas); ii++) {
+        if (!tb_kernels_for(isas[ii])) continue;
+        const tb_att_kernels_t *ak = tb_att_kernels_for(isas[ii]);
+        const char *name = tb_isa_name(isas[ii]);
+        for (int f = 0; f < 2; f++)
+            for (size_t ci = 0; ci < TB_ARRAY_LEN(caps); ci++) {
+                const int cap = caps[ci];
+                for (int rep = 0; rep < 6; rep++) {
+                    const int G = Gs[irand(0, (int)TB_ARRAY_LEN(Gs) - 1)];
+                    const int hd = hds[irand(0, (int)TB_ARRAY_LEN(hds) - 1)];
+                    const int s = rep == 0 ? 0 : irand(0, cap - 1);
+                    const int n = rep < 2 ? cap - s : irand(1, cap - s);  /* to the ring's end */
+                    scores_case(ak, name, f == 1, G, hd, cap, s, n);
+                }
+            }
+        /* every tail length of the vector blocks */
+        for (int n = 1; n <= 70; n++) scores_case(ak, name, true, 4, 16, 80, 80 - n, n);
+    }
+}
+
+/* One weighted-sum case on one tier (its wsum must support G and hd). */
+static void wsum_case(const tb_att_kernels_t *ak, const char *name, bool f16, int G, int hd,
+                      int cap, int s, int n) {
+    const int64_t ld = n + 7;
+    void *Vt = make_t(f16, hd, cap, s, n, 1.5f);
+    const size_t el = f16 ? 2 : 4;
+    const void *V0 = (const uint8_t *)Vt + (size_t)s * el;
+    float *p = malloc((size_t)G * ld * sizeof *p);                  /* (G, ld) */
+    float *o = malloc((size_t)(G * hd + 16) * sizeof *o);           /* (G, hd) + guard */
+    for (int h = 0; h < G; h++)
+        for (int64_t j = 0; j < ld; j++) p[h * ld + j] = j < n ? urand(0.0f, 1.0f) : NAN;
+    for (int i = 0; i < G * hd + 16; i++) o[i] = NAN;
+    ak->wsum(V0, (size_t)cap, f16, p, ld, G, hd, o, n);
+    for (int h = 0; h < G; h++)
+        for (int d = 0; d < hd; d++) {
+            double ref = 0.0, mag = 0.0;
+            for (int j = 0; j < n; j++) {
+                const double t = (double)p[h * ld + j] * at(V0, f16, (size_t)d * cap + (size_t)j);
+                ref += t;
+                mag += fabs(t);
+            }
+            const float got = o[h * hd + d];
+            if (!(fabs(got - ref) <= 1.2e-7 * (n + 8) * mag + 1e-30))
+                fail_msg("%s wsum %s G %d hd %d cap %d s %d n %d: [%d][%d] %.9g vs %.9g", name,
+                         f16 ? "f16" : "f32", G, hd, cap, s, n, h, d, got, ref);
+        }
+    for (int i = G * hd; i < G * hd + 16; i++)
+        if (!isnan(o[i])) fail_msg("%s wsum wrote past G x hd", name);
+    free(Vt); free(p); free(o);
+}
+
+static void test_wsum(void **st) {
+    (void)st;
+    static const int Gs[] = {1, 2, 4, 8, 16};
+    static const int hds[] = {16, 32, 64, 128, 144};
+    static const int caps[] = {16, 33, 100, 577};
+    int ran = 0;
+    for (size_t ii = 0; ii < TB_ARRAY_LEN(isas); ii++) {
+        if (!tb_kernels_for(isas[ii])) continue;
+        const tb_att_kernels_t *ak = tb_att_kernels_for(isas[ii]);
+        if (!ak->wsum) continue;
+        const char *name = tb_isa_name(isas[ii]);
+        const int L = ak->wsum_lanes;
+        for (int f = 0; f < 2; f++)
+            for (size_t ci = 0; ci < TB_ARRAY_LEN(caps); ci++) {
+                const int cap = caps[ci];
+                for (int rep = 0; rep < 6; rep++) {
+                    int G, hd;
+                    do G = Gs[irand(0, (int)TB_ARRAY_LEN(Gs) - 1)]; while (L % G);
+                    do hd = hds[irand(0, (int)TB_ARRAY_LEN(hds) - 1)]; while (hd % L);
+                    const int s = rep == 0 ? 0 : irand(0, cap - 1);
+                    const int n = rep < 2 ? cap - s : irand(1, cap - s);
+                    wsum_case(ak, name, f == 1, G, hd, cap, s, n);
+                    ran++;
+                }
+            }
+        for (int n = 1; n <= 40; n++) wsum_case(ak, name, true, 4, L, 48, 48 - n, n);
+    }
+    (void)ran;
+}
+
+static void test_softmax(void **st) {
+    (void)st;
+    for (size_t ii = 0; ii < TB_ARRAY_LEN(isas); ii++) {
+        if (!tb_kernels_for(isas[ii])) continue;
+        const tb_att_kernels_t *ak = tb_att_kernels_for(isas[ii]);
+        const char *name = tb_isa_name(isas[ii]);
+        for (int n = 1; n <= 600; n += n < 40 ? 1 : 37) {
+            static float x[640];
+            static double ref[640];
+            const float scale = urand(0.05f, 0.5f);
+            double mx = -INFINITY, sum = 0.0;
+            for (int i = 0; i < n + 8; i++) x[i] = i < n ? urand(-60.0f, 60.0f) : 1234.5f;
+            for (int i = 0; i < n; i++) mx = fmax(mx, (double)x[i] * scale);
+            for (int i = 0; i < n; i++) sum += ref[i] = exp((double)x[i] * scale - mx);
+            ak->softmax(x, n, scale);
+            for (int i = 0; i < n; i++)
+                if (!(fabs(x[i] - ref[i] / sum) <= 2e-6 * ref[i] / sum + 1e-12))
+                    fail_msg("%s softmax n %d [%d] %.9g vs %.9g", name, n, i, x[i], ref[i] / sum);
+            for (int i = n; i < n + 8; i++)
+                if (x[i] != 1234.5f) fail_msg("%s softmax wrote past n %d", name, n);
+        }
+    }
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_scores),
+        cmocka_unit_test(test_wsum),
+        cmocka_unit_test(test_softmax),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
