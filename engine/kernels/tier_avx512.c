@@ -11,6 +11,7 @@
 #include "kernels/x86_int512.h"
 #include "kernels/x86_kquant.h"
 #include "kernels/x86_q4_0_rp.h"
+#include "kernels/x86_q4_K_rp.h"
 #include "kernels/x86_ternary.h"
 
 #define DOT_Q8_0(nt, n, s, w, a) dot_q_0(nt, n, s, w, a, false, false)
@@ -66,14 +67,14 @@ static void gemm_q4_0_512_rp(const void *W, size_t ws, const void *A, size_t as,
     if (!gemm_q4_0_rp(W, ws, A, as, nt, Y, ldy, r0, r1, n)) gemm_q4_0_512(W, ws, A, as, nt, Y, ldy, r0, r1, n);
 }
 TB_X86_KERNELS(q4_K_vnni, DOT_Q4_K_VNNI)
-/* Q4_K (VNNI): the repacked copy when the loader registered one (x86_kquant.h). */
+/* Q4_K (VNNI): the 16-row repacked copy when the loader registered one (x86_q4_K_rp.h). */
 static void matvec_q4_K_vnni_rp(const void *W, size_t ws, const void *a, float *y, int64_t r0,
                                 int64_t r1, int64_t n) {
-    if (r0 < r1 && !matvec_q4_K_rp(W, ws, a, y, r0, r1, n)) matvec_q4_K_vnni(W, ws, a, y, r0, r1, n);
+    if (!matvec_q4_K_rp(W, ws, a, y, r0, r1, n)) matvec_q4_K_vnni(W, ws, a, y, r0, r1, n);
 }
 static void gemm_q4_K_vnni_rp(const void *W, size_t ws, const void *A, size_t as, int64_t nt, float *Y,
                               int64_t ldy, int64_t r0, int64_t r1, int64_t n) {
-    if (r0 < r1 && !gemm_q4_K_rp(W, ws, A, as, nt, Y, ldy, r0, r1, n)) gemm_q4_K_vnni(W, ws, A, as, nt, Y, ldy, r0, r1, n);
+    if (!gemm_q4_K_rp(W, ws, A, as, nt, Y, ldy, r0, r1, n)) gemm_q4_K_vnni(W, ws, A, as, nt, Y, ldy, r0, r1, n);
 }
 TB_X86_KERNELS(q6_K_vnni, DOT_Q6_K_VNNI)
 
@@ -115,7 +116,7 @@ void tb_kernels_fill_avx512(tb_kernels_t *k) {
         k->t[TB_TYPE_Q4_K].matvec = matvec_q4_K_vnni_rp;
         k->t[TB_TYPE_Q4_K].gemm = gemm_q4_K_vnni_rp;
         k->t[TB_TYPE_Q4_K].repack = repack_q4_K;
-        k->t[TB_TYPE_Q4_K].repack_rows = 1;
+        k->t[TB_TYPE_Q4_K].repack_rows = TB_Q4KRP_ROWS;
         TB_X86_SET(k, TB_TYPE_Q6_K, q6_K_vnni, NULL);
     } else {
         k->features = "avx512f,avx512bw,avx512vl,avx512dq";

@@ -197,23 +197,123 @@ static void test_repacked_kernels(void **state) {
                                    tb_isa_name(tb_isa_active()));
 }
 
-/* Q4_0 (32-element blocks): column counts that are not multiples of
- * QK_K, odd block counts (a group's blocks then start at alternating
- * 32-byte offsets), one row, partial groups of 15 and 17 rows; and rows
- * longer than the repacked kernels' limit (AVX-512: 1024 blocks), which
- * must still agree gemm == matvec when they read the file layout. */
+/* Q4_0 (32-element blocks), on every tier this CPU runs that repacks it
+ * (AVX2: 8-row groups, AVX-512 VNNI: 16-row groups): column counts that
+ * are not multiples of QK_K, odd block counts, 1/15/17-row matrices, and
+ * rows longer than the repacked kernels' limit (1024 blocks), which must
+ * still agree gemm == matvec when they read the file layout. */
 static void test_q4_0_shapes(void **state) {
     (void)state;
     static const struct { int64_t rows, n; } shapes[] = {
         {1, 32}, {15, 96}, {17, 416}, {37, 32 * 33}, {53, 32 * 65}, {16, 32 * 7}, {33, 2048 + 32},
     };
-    if (!tb_kernels()->t[TB_TYPE_Q4_0].repack) {
-        assert_false(check_shape(TB_TYPE_Q4_0, 17, 96, true));
+    const tb_isa_t active = tb_isa_active();
+    int n_tiers = 0;
+    for (int isa = TB_ISA_REF; isa <= (int)tb_isa_best(); isa++) {
+        if (tb_isa_set((tb_isa_t)isa) != TB_OK) continue;
+        if (!tb_kernels()->t[TB_TYPE_Q4_0].repack) {
+            assert_false(check_shape(TB_TYPE_Q4_0, 17, 96, true));
+            continue;
+        }
+        n_tiers++;
+        for (size_t i = 0; i < TB_ARRAY_LEN(shapes); i++)
+            if (!check_shape(TB_TYPE_Q4_0, shapes[i].rows, shapes[i].n, true))
+                fail_msg("q4_0: tier %s stopped repacking", tb_isa_name((tb_isa_t)isa));
+        assert_true(check_shape(TB_TYPE_Q4_0, 17, 32 * 1025, false));
+    }
+    assert_int_equal(tb_isa_set(active), TB_OK);
+    if (!n_tiers) skip();
+}
+
+/* Q4_K (16-row groups of 256-element blocks on AVX-512): one row,
+ * partial groups, odd block counts, rows of 64 blocks (the longest the
+ * AVX-512 repacked path takes) and of 65 (file-layout fallback). */
+static void test_q4_K_shapes(void **state) {
+    (void)state;
+    static const struct { int64_t rows, n; } shapes[] = {
+        {1, QK_K}, {15, QK_K * 3}, {17, QK_K * 7}, {33, QK_K * 64}, {32, QK_K * 2},
+    };
+    if (!tb_kernels()->t[TB_TYPE_Q4_K].repack) {
+        assert_false(check_shape(TB_TYPE_Q4_K, 17, QK_K, true));
         skip();
     }
     for (size_t i = 0; i < TB_ARRAY_LEN(shapes); i++)
-        assert_true(check_shape(TB_TYPE_Q4_0, shapes[i].rows, shapes[i].n, true));
-    assert_true(check_shape(TB_TYPE_Q4_0, 17, 32 * 1025, false));
+        assert_true(check_shape(TB_TYPE_Q4_K, shapes[i].rows, shapes[i].n, true));
+    assert_true(check_shape(TB_TYPE_Q4_K, 17, QK_K * 65, false));
+}
+
+/* Q4_K on the repacked layout with hand-made extremes: every scale byte
+ * (so all 6-bit scales and mins, and the bits 6..7 that top sub-blocks
+ * 4..7), codes 0..15, rows at scale 63 / min 63 / code 15 everywhere,
+ * activations all -128 or all +127 (the largest integer sums: 16 x sumi
+ * must not overflow int32), rows up to 64 blocks, row counts and
+ * [r0, r1) that cut 16-row groups, 36 tokens (more than one of the
+ * gemm's token chunks at 64 blocks). matvec within budget of the _ref,
+ * gemm bit-identical to matvec, rows outside [r0, r1) untouched. */
+static void test_q4_K_extremes(void **state) {
+    (void)state;
+    const tb_type_kernels_t *e = &tb_kernels()->t[TB_TYPE_Q4_K];
+    if (!e->repack) skip();
+    const tb_kernels_t *ref = tb_kernels_for(TB_ISA_REF);
+    static const struct { int64_t rows, nb, r0, r1; } cases[] = {{21, 3, 3, 19}, {40, 64, 16, 37}, {16, 1, 0, 16}};
+    enum { NT = 36, MAXR = 40 };
+    for (size_t c = 0; c < TB_ARRAY_LEN(cases); c++) {
+        const int64_t rows = cases[c].rows, nb = cases[c].nb, n = QK_K * nb, r0 = cases[c].r0, r1 = cases[c].r1;
+        const size_t ws = tb_type_row_bytes(TB_TYPE_Q4_K, n), as = tb_act_row_bytes(TB_TYPE_Q4_K, n);
+        uint8_t *W = xalloc(ws * (size_t)rows);   // (rows, n) Q4_K
+        for (int64_t r = 0; r < rows; r++)
+            for (int64_t i = 0; i < nb; i++) {
+                block_q4_K *b = (block_q4_K *)(W + ws * (size_t)r) + i;
+                const bool max = r % 5 == 2;
+                b->d = tb_fp32_to_fp16(max ? 1.0f : 0.75f + 0.25f * frand());
+                b->dmin = tb_fp32_to_fp16(max ? 1.0f : 0.75f + 0.25f * frand());
+                for (int j = 0; j < K_SCALE_SIZE; j++) b->scales[j] = max ? 0xFF : (uint8_t)rnd();
+                for (int j = 0; j < QK_K / 2; j++) b->qs[j] = max ? 0xFF : (uint8_t)rnd();
+            }
+        uint8_t *A = xalloc(as * NT);   // (NT, n / 256) Q8_K
+        for (int t = 0; t < NT; t++)
+            for (int64_t i = 0; i < nb; i++) {
+                block_q8_K *y = (block_q8_K *)(A + as * (size_t)t) + i;
+                y->d = t < 3 ? 1.0f : 0.01f * frand();
+                for (int j = 0; j < QK_K; j++)
+                    y->qs[j] = (int8_t)(t == 0 ? -128 : t == 1 ? 127 : (int)(rnd() & 0xFF) - 128);
+                for (int g = 0; g < QK_K / 16; g++) {
+                    int sum = 0;
+                    for (int j = 0; j < 16; j++) sum += y->qs[16 * g + j];
+                    y->bsums[g] = (int16_t)sum;
+                }
+            }
+        float want[NT][MAXR], y[NT][MAXR], Y[NT][MAXR];
+        double tol[NT][MAXR];
+        for (int t = 0; t < NT; t++)
+            for (int64_t r = 0; r < rows; r++) {
+                const uint8_t *wr = W + ws * (size_t)r, *ar = A + as * (size_t)t;
+                ref->t[TB_TYPE_Q4_K].vec_dot(n, &want[t][r], wr, ar);
+                tol[t][r] = budget(TB_TYPE_Q4_K, wr, ar, n);
+            }
+        const int owner = 0;
+        assert_int_equal(tb_repack_register(&owner, TB_TYPE_Q4_K, W, ws, rows, n, 1, NULL, NULL), TB_OK);
+        memset(W, 0x5A, ws * (size_t)rows);   /* only the copy may be read from here on */
+        for (int t = 0; t < NT; t++) {
+            fill_nan(y[t], MAXR);
+            e->matvec(W, ws, A + as * (size_t)t, y[t], r0, r1, n);
+            for (int64_t r = 0; r < rows; r++) {
+                if (r < r0 || r >= r1) {
+                    if (!isnan(y[t][r])) fail_msg("q4_K: matvec wrote row %lld outside [%lld, %lld)", (long long)r,
+                                                  (long long)r0, (long long)r1);
+                } else if (!(fabs((double)y[t][r] - want[t][r]) <= tol[t][r])) {
+                    fail_msg("q4_K extremes (%lld x %lld) token %d row %lld: got %.9g want %.9g (budget %.3g)",
+                             (long long)rows, (long long)n, t, (long long)r, y[t][r], want[t][r], tol[t][r]);
+                }
+            }
+        }
+        fill_nan(&Y[0][0], NT * MAXR);
+        e->gemm(W, ws, A, as, NT, &Y[0][0], MAXR, r0, r1, n);
+        assert_memory_equal(Y, y, sizeof Y);   /* NaN bytes outside [r0, r1) are the same too */
+        tb_repack_release(&owner);
+        free(A);
+        free(W);
+    }
 }
 
 /* Two owners: releasing one leaves the other's registrations in place. */
@@ -249,6 +349,8 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_repacked_kernels),
         cmocka_unit_test(test_q4_0_shapes),
+        cmocka_unit_test(test_q4_K_shapes),
+        cmocka_unit_test(test_q4_K_extremes),
         cmocka_unit_test(test_owners),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
