@@ -10,6 +10,7 @@
 #include "kernels/x86_float.h"
 #include "kernels/x86_int.h"
 #include "kernels/x86_kquant.h"
+#include "kernels/x86_q4_0_rp.h"
 #include "kernels/x86_ternary.h"
 
 #define DOT_Q8_0(nt, n, s, w, a) dot_q_0(nt, n, s, w, a, false, false)
@@ -24,6 +25,15 @@
 
 TB_X86_KERNELS(q8_0, DOT_Q8_0)
 TB_X86_KERNELS(q4_0, DOT_Q4_0)
+/* Q4_0: the 8-row repacked copy when the loader registered one (x86_q4_0_rp.h). */
+static void matvec_q4_0_256_rp(const void *W, size_t ws, const void *a, float *y, int64_t r0, int64_t r1,
+                               int64_t n) {
+    if (!matvec_q4_0_rp8(W, ws, a, y, r0, r1, n)) matvec_q4_0(W, ws, a, y, r0, r1, n);
+}
+static void gemm_q4_0_256_rp(const void *W, size_t ws, const void *A, size_t as, int64_t nt, float *Y,
+                             int64_t ldy, int64_t r0, int64_t r1, int64_t n) {
+    if (!gemm_q4_0_rp8(W, ws, A, as, nt, Y, ldy, r0, r1, n)) gemm_q4_0(W, ws, A, as, nt, Y, ldy, r0, r1, n);
+}
 TB_X86_KERNELS(tq2_0, DOT_TQ2_0)
 TB_X86_KERNELS(tq1_0, DOT_TQ1_0)
 TB_X86_KERNELS(q4_K, DOT_Q4_K)
@@ -38,6 +48,10 @@ void tb_kernels_fill_avx2(tb_kernels_t *k) {
     k->features = "avx2,fma,f16c";
     TB_X86_SET(k, TB_TYPE_Q8_0, q8_0, NULL);
     TB_X86_SET(k, TB_TYPE_Q4_0, q4_0, NULL);
+    k->t[TB_TYPE_Q4_0].matvec = matvec_q4_0_256_rp;
+    k->t[TB_TYPE_Q4_0].gemm = gemm_q4_0_256_rp;
+    k->t[TB_TYPE_Q4_0].repack = repack_q4_0_8;
+    k->t[TB_TYPE_Q4_0].repack_rows = TB_Q4RP8_ROWS;
     TB_X86_SET(k, TB_TYPE_TQ2_0, tq2_0, NULL);
     TB_X86_SET(k, TB_TYPE_TQ1_0, tq1_0, NULL);
     TB_X86_SET(k, TB_TYPE_Q4_K, q4_K, NULL);

@@ -1,66 +1,66 @@
 /*
  * x86_q4_0_rp.h — Q4_0 x Q8_0 on a load-time repacked copy of the weights:
- * 16 rows interleaved per 32-element block (AVX-512 VNNI).
+ * R rows interleaved per 32-element block, R = 16 for AVX-512 VNNI
+ * (vpdpbusd) and R = 8 for AVX2 (vpmaddubsw).
  *
- * Included by tier_avx512.c after x86_common.h. Follows the TQ2_0 repacked
- * path of x86_ternary.h: each int32 lane of a ZMM is one weight row, so one
- * vpdpbusd with a broadcast activation dword accumulates 4 elements of 16
- * rows, and the per-block float work (convert, scale, FMA) is shared by 16
- * rows instead of being done per row and reduced horizontally.
+ * Included by tier_avx512.c and tier_avx2.c after x86_common.h. Follows the
+ * TQ2_0 repacked path of x86_ternary.h: each int32 lane of a vector is one
+ * weight row, so one multiply-add with a broadcast activation dword
+ * accumulates 4 elements of R rows, and the per-block float work (convert,
+ * scale, FMA) is shared by R rows instead of being done per row and
+ * reduced horizontally.
  *
- * Determinism contract (x86_common.h): one dot_q4_0_grp(nt) body serves
- * matvec (nt = 1) and gemm (nt = 1..TB_Q4RP_NT). A (row, block, token)
- * integer dot is exact whatever the accumulation order, and the float steps
- * (convert, d_w * d_a, one FMA per block in block order, one chain per
- * token) are the same for any nt, so gemm == matvec bit for bit.
+ * Determinism contract (x86_common.h): one dot_q4_0_grp*(nt) body serves
+ * matvec (nt = 1) and gemm (nt = 1..NT). A (row, block, token) integer dot
+ * is exact whatever the accumulation order, and the float steps (convert,
+ * d_w * d_a, one FMA per block in block order, one chain per token) are the
+ * same for any nt, so gemm == matvec bit for bit.
  */
 #ifndef TB_X86_Q4_0_RP_H
 #define TB_X86_Q4_0_RP_H
 
 #include "kernels/x86_common.h"
 
-#if defined(__AVX512VNNI__)
-
 /* ---------------------------------------------------------------------- */
-/* Layout                                                                   */
+/* Layout (both tiers)                                                      */
 /* ---------------------------------------------------------------------- */
 
-/* One group of 16 rows, one block (288 bytes = 16 x 18, so the copy is
- * exactly as large as the file rows, padded to a multiple of 16 rows):
- *   [0..255]    4 chunks c of 64 bytes: lane k (bytes 4k..4k+3) holds bytes
- *               4c..4c+3 of row k's qs (a 16 x 4 dword transpose)
- *   [256..287]  d of rows 0..15 (fp16)
- * Lane byte b of chunk c: low nibble = element 4c + b, high nibble =
- * element 16 + 4c + b. The activation for (c, low) is the dword at qs + 4c,
- * for (c, high) the dword at qs + 16 + 4c, broadcast to all 16 lanes. */
-#define TB_Q4RP_ROWS 16
+/* One group of R rows, one block: 18 R bytes (R file blocks, so the copy is
+ * exactly as large as the file rows, padded to a multiple of R rows):
+ *   [0 .. 16R-1]      4 chunks c of 4R bytes: lane k (bytes 4k..4k+3) holds
+ *                     bytes 4c..4c+3 of row k's qs (an R x 4 dword transpose)
+ *   [16R .. 18R-1]    d of rows 0..R-1 (fp16)
+ * Groups are stored (group, block): a group's blocks are one contiguous
+ * stream. Lane byte b of chunk c: low nibble = element 4c + b, high
+ * nibble = element 16 + 4c + b. The activation for (c, low) is the dword
+ * at qs + 4c, for (c, high) the dword at qs + 16 + 4c, broadcast to all R
+ * lanes. (Measured: splitting a group into a code stream and a scale
+ * stream, which makes every 64-byte code load line-aligned, was ~2x slower
+ * from DRAM and no faster in L2.) */
 #define TB_Q4RP_MAXNB 1024   /* longer rows (n > 32768) use the file layout */
-#ifndef TB_Q4RP_NT
-#define TB_Q4RP_NT 8         /* tokens per gemm pass over a group          */
-#endif
-typedef struct {
-    uint8_t q[4][64];
-    tb_fp16_t d[TB_Q4RP_ROWS];
-} q4_0_grp;
-static_assert(sizeof(q4_0_grp) == TB_Q4RP_ROWS * sizeof(block_q4_0), "q4_0_grp size");
 
 /* Repack `rows` rows of W (file layout, stride ws, n columns) into groups
- * of 16, (groups, blocks) order; missing rows of the last group are zero
- * codes with d = 0 (their lanes compute 0 and are never stored). */
-static void repack_q4_0(const void *W, size_t ws, int64_t rows, int64_t n, void *out) {
-    const int64_t nb = n / QK4_0, ng = (rows + TB_Q4RP_ROWS - 1) / TB_Q4RP_ROWS;
-    q4_0_grp *G = out;   // (ng, nb)
+ * of R; missing rows of the last group are zero codes with d = 0 (their
+ * lanes compute 0 and are never stored). */
+TB_INLINE void repack_q4_0_rows(const void *W, size_t ws, int64_t rows, int64_t n, void *out, int R) {
+    const int64_t nb = n / QK4_0, ng = (rows + R - 1) / R;
+    const size_t gb = (size_t)R * sizeof(block_q4_0);   /* bytes of one group block */
     for (int64_t g = 0; g < ng; g++)
         for (int64_t i = 0; i < nb; i++) {
-            q4_0_grp *o = &G[g * nb + i];
-            memset(o, 0, sizeof *o);
-            for (int k = 0; k < TB_Q4RP_ROWS && g * TB_Q4RP_ROWS + k < rows; k++) {
-                const block_q4_0 *x =
-                    (const block_q4_0 *)((const uint8_t *)W + (size_t)(g * TB_Q4RP_ROWS + k) * ws) + i;
-                for (int c = 0; c < 4; c++) memcpy(&o->q[c][4 * k], &x->qs[4 * c], 4);
-                o->d[k] = x->d;
+            uint8_t *o = (uint8_t *)out + (size_t)(g * nb + i) * gb;   // (4, R, 4) codes, then (R) d
+            memset(o, 0, gb);
+            for (int k = 0; k < R && g * R + k < rows; k++) {
+                const block_q4_0 *x = (const block_q4_0 *)((const uint8_t *)W + (size_t)(g * R + k) * ws) + i;
+                for (int c = 0; c < 4; c++) memcpy(o + 4 * R * c + 4 * k, &x->qs[4 * c], 4);
+                memcpy(o + 16 * R + 2 * k, &x->d, 2);
             }
         }
+}
+
+/* Rows [lo, hi) of group g (R rows) that fall in [r0, r1), as lane bounds. */
+TB_INLINE void q4rp_lanes(int64_t g, int R, int64_t r0, int64_t r1, int *lo, int *hi) {
+    *lo = (int)TB_MAX(r0 - g * R, 0);
+    *hi = (int)TB_MIN(r1 - g * R, R);
 }
 
 /* ---------------------------------------------------------------------- */
@@ -74,9 +74,9 @@ typedef struct {
 
 /* p[i] for the nb blocks of one Q8_0 activation row a. */
 TB_INLINE void prep_q4_0_rp(const block_q8_0 *a, int64_t nb, q4rp_act_t *p) {
-    const __m256i m8 = _mm256_set1_epi8(8);
+    const __m256i m8 = _mm256_set1_epi8(8), one = _mm256_set1_epi16(1);
     for (int64_t i = 0; i < nb; i++) {
-        __m256i s = _mm256_dpbusd_epi32(_mm256_setzero_si256(), m8, loadu256(a[i].qs));   // (8) i32
+        __m256i s = _mm256_madd_epi16(_mm256_maddubs_epi16(m8, loadu256(a[i].qs)), one);   // (8) i32
         __m128i h = _mm_add_epi32(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
         h = _mm_add_epi32(h, _mm_shuffle_epi32(h, 0x4E));
         h = _mm_add_epi32(h, _mm_shuffle_epi32(h, 0xB1));
@@ -85,15 +85,37 @@ TB_INLINE void prep_q4_0_rp(const block_q8_0 *a, int64_t nb, q4rp_act_t *p) {
     }
 }
 
+TB_INLINE int32_t ld32(const int8_t *p) {
+    int32_t v;
+    memcpy(&v, p, 4);
+    return v;
+}
+
+#if defined(__AVX512VNNI__)
+
+/* ---------------------------------------------------------------------- */
+/* AVX-512 VNNI: R = 16                                                     */
+/* ---------------------------------------------------------------------- */
+
+#define TB_Q4RP_ROWS 16
+#ifndef TB_Q4RP_NT
+#define TB_Q4RP_NT 8         /* tokens per gemm pass over a group          */
+#endif
+typedef struct {
+    uint8_t q[4][64];
+    tb_fp16_t d[TB_Q4RP_ROWS];
+} q4_0_grp;
+static_assert(sizeof(q4_0_grp) == TB_Q4RP_ROWS * sizeof(block_q4_0), "q4_0_grp size");
+
+static void repack_q4_0(const void *W, size_t ws, int64_t rows, int64_t n, void *out) {
+    repack_q4_0_rows(W, ws, rows, n, out, TB_Q4RP_ROWS);
+}
+
 /* ---------------------------------------------------------------------- */
 /* One group times nt tokens                                                */
 /* ---------------------------------------------------------------------- */
 
-TB_INLINE __m512i bcast32(const int8_t *p) {
-    int32_t v;
-    memcpy(&v, p, 4);
-    return _mm512_set1_epi32(v);
-}
+TB_INLINE __m512i bcast32(const int8_t *p) { return _mm512_set1_epi32(ld32(p)); }
 
 /* One group of 16 rows (nb blocks at G) times nt activations a[t] (pa[t]
  * their prep): out[t] = the 16 rows' results for token t. nt == 1 keeps
@@ -146,7 +168,8 @@ TB_INLINE void dot_q4_0_grp(int nt, const q4_0_grp *G, int64_t nb, const block_q
 
 /* Lanes of group g that fall in [r0, r1). */
 TB_INLINE __mmask16 q4rp_mask(int64_t g, int64_t r0, int64_t r1) {
-    int64_t lo = TB_MAX(r0 - g * TB_Q4RP_ROWS, 0), hi = TB_MIN(r1 - g * TB_Q4RP_ROWS, TB_Q4RP_ROWS);
+    int lo, hi;
+    q4rp_lanes(g, TB_Q4RP_ROWS, r0, r1, &lo, &hi);
     return (__mmask16)(((1u << hi) - 1) & ~((1u << lo) - 1));
 }
 
@@ -206,5 +229,120 @@ static bool gemm_q4_0_rp(const void *W, size_t ws, const void *A, size_t as, int
     return true;
 }
 
-#endif /* __AVX512VNNI__ */
+#elif !defined(__AVX512F__)
+
+/* ---------------------------------------------------------------------- */
+/* AVX2: R = 8                                                              */
+/* ---------------------------------------------------------------------- */
+
+#define TB_Q4RP8_ROWS 8
+#define TB_Q4RP8_NT 4        /* tokens per gemm pass (16 YMM registers)    */
+typedef struct {
+    uint8_t q[4][32];
+    tb_fp16_t d[TB_Q4RP8_ROWS];
+} q4_0_grp8;
+static_assert(sizeof(q4_0_grp8) == TB_Q4RP8_ROWS * sizeof(block_q4_0), "q4_0_grp8 size");
+
+static void repack_q4_0_8(const void *W, size_t ws, int64_t rows, int64_t n, void *out) {
+    repack_q4_0_rows(W, ws, rows, n, out, TB_Q4RP8_ROWS);
+}
+
+/* One group of 8 rows (nb blocks at G) times nt activations a[t] (pa[t]
+ * their prep): out[t] = the 8 rows' results for token t. The 8 (chunk,
+ * nibble) vpmaddubsw results of a (block, token) are summed in int16: each
+ * is two products |q y| <= 15 * 128, so the sum stays within 8 * 3840 <
+ * 2^15; one vpmaddwd then widens the row's two halves to int32. */
+TB_INLINE void dot_q4_0_grp8(int nt, const q4_0_grp8 *G, int64_t nb, const block_q8_0 *const *a,
+                             const q4rp_act_t *const *pa, __m256 *out) {
+    __m256 acc[TB_Q4RP8_NT];   /* all set: a runtime nt would trip -Wmaybe-uninitialized */
+    TB_UNROLL
+    for (int t = 0; t < TB_Q4RP8_NT; t++) acc[t] = _mm256_setzero_ps();
+    const __m256i m4 = _mm256_set1_epi8(0x0F), one = _mm256_set1_epi16(1);
+    for (int64_t i = 0; i < nb; i++) {
+        const q4_0_grp8 *x = &G[i];
+        __m256i h[TB_Q4RP8_NT];   /* (16) i16 per token: row k in words 2k, 2k + 1 */
+        TB_UNROLL
+        for (int t = 0; t < TB_Q4RP8_NT; t++) h[t] = _mm256_setzero_si256();
+        TB_UNROLL
+        for (int c = 0; c < 4; c++) {
+            const __m256i q = loadu256(x->q[c]);
+            const __m256i lo = _mm256_and_si256(q, m4), hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);
+            TB_UNROLL
+            for (int t = 0; t < nt; t++) {
+                const int8_t *y = a[t][i].qs;
+                h[t] = _mm256_add_epi16(h[t], _mm256_maddubs_epi16(lo, _mm256_set1_epi32(ld32(y + 4 * c))));
+                h[t] = _mm256_add_epi16(h[t], _mm256_maddubs_epi16(hi, _mm256_set1_epi32(ld32(y + 16 + 4 * c))));
+            }
+        }
+        const __m256 dx = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)x->d));   /* (8) */
+        TB_UNROLL
+        for (int t = 0; t < nt; t++) {
+            const __m256i p = _mm256_add_epi32(_mm256_madd_epi16(h[t], one), _mm256_set1_epi32(pa[t][i].nsum));
+            acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_mul_ps(dx, _mm256_set1_ps(pa[t][i].d)), acc[t]);
+        }
+    }
+    TB_UNROLL
+    for (int t = 0; t < nt; t++) out[t] = acc[t];
+}
+
+/* Store the lanes of group g that fall in [r0, r1) to y + 8 g. */
+TB_INLINE void q4rp8_store(float *y, int64_t g, int64_t r0, int64_t r1, __m256 v) {
+    int lo, hi;
+    q4rp_lanes(g, TB_Q4RP8_ROWS, r0, r1, &lo, &hi);
+    const __m256i k = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    const __m256i m = _mm256_andnot_si256(_mm256_cmpgt_epi32(_mm256_set1_epi32(lo), k),
+                                          _mm256_cmpgt_epi32(_mm256_set1_epi32(hi), k));
+    _mm256_maskstore_ps(y + g * TB_Q4RP8_ROWS, m, v);
+}
+
+/* As matvec_q4_0_rp, on the AVX2 tier's 8-row copy. */
+static bool matvec_q4_0_rp8(const void *W, size_t ws, const void *a, float *y, int64_t r0, int64_t r1,
+                            int64_t n) {
+    const int64_t nb = n / QK4_0;
+    if (r0 >= r1) return true;
+    if (nb > TB_Q4RP_MAXNB) return false;
+    const q4_0_grp8 *G = tb_repack_lookup(W, ws, TB_ISA_AVX2, TB_TYPE_Q4_0);
+    if (!G) return false;
+    q4rp_act_t pa0[TB_Q4RP_MAXNB];   // (nb) 8 KiB
+    const block_q8_0 *aa[1] = {a};
+    const q4rp_act_t *pa[1] = {pa0};
+    prep_q4_0_rp(a, nb, pa0);
+    for (int64_t g = r0 / TB_Q4RP8_ROWS; g * TB_Q4RP8_ROWS < r1; g++) {
+        __m256 o[TB_Q4RP8_NT];
+        dot_q4_0_grp8(1, G + g * nb, nb, aa, pa, o);
+        q4rp8_store(y, g, r0, r1, o[0]);
+    }
+    return true;
+}
+
+/* As gemm_q4_0_rp, on the AVX2 tier's 8-row copy, 4 tokens per pass. */
+static bool gemm_q4_0_rp8(const void *W, size_t ws, const void *A, size_t as, int64_t nt, float *Y,
+                          int64_t ldy, int64_t r0, int64_t r1, int64_t n) {
+    const int64_t nb = n / QK4_0;
+    if (r0 >= r1) return true;
+    if (nb > TB_Q4RP_MAXNB) return false;
+    const q4_0_grp8 *G = tb_repack_lookup(W, ws, TB_ISA_AVX2, TB_TYPE_Q4_0);
+    if (!G) return false;
+    q4rp_act_t prep[TB_Q4RP8_NT][TB_Q4RP_MAXNB];   // (TB_Q4RP8_NT, nb) 32 KiB of stack
+    for (int64_t t0 = 0; t0 < nt; t0 += TB_Q4RP8_NT) {
+        const int ntk = (int)TB_MIN(TB_Q4RP8_NT, nt - t0);
+        const block_q8_0 *aa[TB_Q4RP8_NT];
+        const q4rp_act_t *pa[TB_Q4RP8_NT];
+        for (int t = 0; t < ntk; t++) {
+            aa[t] = (const block_q8_0 *)((const uint8_t *)A + (size_t)(t0 + t) * as);
+            prep_q4_0_rp(aa[t], nb, prep[t]);
+            pa[t] = prep[t];
+        }
+        for (int64_t g = r0 / TB_Q4RP8_ROWS; g * TB_Q4RP8_ROWS < r1; g++) {
+            __m256 o[TB_Q4RP8_NT];
+            if (ntk == TB_Q4RP8_NT) dot_q4_0_grp8(TB_Q4RP8_NT, G + g * nb, nb, aa, pa, o);
+            else if (ntk == 1) dot_q4_0_grp8(1, G + g * nb, nb, aa, pa, o);
+            else dot_q4_0_grp8(ntk, G + g * nb, nb, aa, pa, o);
+            for (int t = 0; t < ntk; t++) q4rp8_store(Y + (t0 + t) * ldy, g, r0, r1, o[t]);
+        }
+    }
+    return true;
+}
+
+#endif
 #endif
