@@ -11,8 +11,8 @@
  *           group), scale, f32 softmax in position order, then
  *           o = Vt_run · p (one call per run, Vt read once for the group),
  *           runs summed in order. Kernels: attention.h, the active tier's
- *           (attention_x86.c for AVX2 / AVX-512, else the portable C
- *           scores here and the kernel table's gemm for the weighted sum).
+ *           (attention_x86.c for AVX2 / AVX-512, else the portable C ones
+ *           here, also used for group sizes a tier's wsum does not take).
  * The runs of a window are cut only where the ring wraps (slot 0), so they
  * depend on the positions alone: a token gives bit-identical results alone
  * (decode) or inside a prefill chunk, on any thread count.
@@ -89,22 +89,46 @@ static void store(const att_ctx *c, int32_t t, int g) {
 /* Portable kernels and the per-tier table                                */
 /* ===================================================================== */
 
-/* Columns of Kt converted at a time (a stack buffer). */
-#define SC_CHUNK 64
+/* Columns of Kt / Vt converted at a time (a stack buffer). */
+#define T_CHUNK 64
+
+/* Exact f16 -> f32 (as tb_fp16_to_fp32) without branches, so that the row
+ * conversions below vectorise: the 15 magnitude bits shifted into an f32
+ * exponent/mantissa and scaled by 2^112 (exact for normals and
+ * subnormals), infinities and NaNs (exponent 31) by their bits. aarch64
+ * converts natively. */
+static inline float h2f(tb_fp16_t h) {
+#if defined(__aarch64__)
+    __fp16 x;
+    memcpy(&x, &h, sizeof x);
+    return (float)x;
+#else
+    union { uint32_t u; float f; } m = {.u = (uint32_t)(h & 0x7fffu) << 13}, r, big;
+    r.f = m.f * 0x1p112f;
+    big.u = m.u | 0x7f800000u;
+    r.f = tb_op_sel((h & 0x7c00u) == 0x7c00u, big.f, r.f);
+    r.u |= (uint32_t)(h & 0x8000u) << 16;
+    return r.f;
+#endif
+}
+
+/* kf[j] = T[off + j] as f32, j < nj. */
+static inline void row_f32(float *kf, const void *T, size_t off, int nj, bool f16) {
+    if (f16)
+        for (int j = 0; j < nj; j++) kf[j] = h2f(((const tb_fp16_t *)T)[off + (size_t)j]);
+    else
+        memcpy(kf, (const float *)T + off, (size_t)nj * sizeof *kf);
+}
 
 void tb_att_scores_c(const void *Kt, size_t ks, bool f16, const float *q, int G, int hd,
                      float *sc, int64_t ld, int32_t n) {
-    float kf[SC_CHUNK];                                            /* (nj) a Kt row chunk, f32 */
-    for (int32_t j0 = 0; j0 < n; j0 += SC_CHUNK) {
-        const int nj = (int)TB_MIN(SC_CHUNK, n - j0);
+    float kf[T_CHUNK];                                             /* (nj) a Kt row chunk, f32 */
+    for (int32_t j0 = 0; j0 < n; j0 += T_CHUNK) {
+        const int nj = (int)TB_MIN(T_CHUNK, n - j0);
         for (int h = 0; h < G; h++)
             for (int j = 0; j < nj; j++) sc[(size_t)h * (size_t)ld + (size_t)(j0 + j)] = 0.0f;
         for (int d = 0; d < hd; d++) {
-            const size_t off = (size_t)d * ks + (size_t)j0;
-            if (f16)
-                for (int j = 0; j < nj; j++) kf[j] = tb_fp16_to_fp32(((const tb_fp16_t *)Kt)[off + (size_t)j]);
-            else
-                memcpy(kf, (const float *)Kt + off, (size_t)nj * sizeof *kf);
+            row_f32(kf, Kt, (size_t)d * ks + (size_t)j0, nj, f16);
             for (int h = 0; h < G; h++) {
                 const float qd = q[(size_t)h * hd + d];
                 float *r = sc + (size_t)h * (size_t)ld + j0;       /* (nj) */
@@ -114,7 +138,33 @@ void tb_att_scores_c(const void *Kt, size_t ks, bool f16, const float *q, int G,
     }
 }
 
-static const tb_att_kernels_t att_c = {.scores = tb_att_scores_c, .softmax = tb_op_softmax};
+void tb_att_wsum_c(const void *Vt, size_t vs, bool f16, const float *p, int64_t ld, int G, int hd,
+                   float *o, int32_t n) {
+    float vf[T_CHUNK];                                             /* (nj) a Vt row chunk, f32 */
+    for (int d = 0; d < hd; d++)
+        for (int h0 = 0; h0 < G; h0 += 4) {                        /* 4 heads per row pass */
+            const int nh = TB_MIN(4, G - h0);
+            float acc[4][8] = {{0}};                               /* (head, position % 8) */
+            for (int32_t j0 = 0; j0 < n; j0 += T_CHUNK) {
+                const int nj = (int)TB_MIN(T_CHUNK, n - j0);
+                row_f32(vf, Vt, (size_t)d * vs + (size_t)j0, nj, f16);
+                for (int h = 0; h < nh; h++) {
+                    const float *ph = p + (size_t)(h0 + h) * (size_t)ld + j0;   /* (nj) */
+                    int j = 0;
+                    for (; j + 8 <= nj; j += 8)
+                        for (int k = 0; k < 8; k++) acc[h][k] += ph[j + k] * vf[j + k];
+                    for (; j < nj; j++) acc[h][j % 8] += ph[j] * vf[j];
+                }
+            }
+            for (int h = 0; h < nh; h++) {
+                const float *a = acc[h];
+                o[(size_t)(h0 + h) * hd + d] = ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]));
+            }
+        }
+}
+
+static const tb_att_kernels_t att_c = {.scores = tb_att_scores_c, .wsum = tb_att_wsum_c,
+                                       .wsum_lanes = 1, .softmax = tb_op_softmax};
 #if defined(__x86_64__) && defined(__GNUC__)
 static const tb_att_kernels_t att_avx2 = {.scores = tb_att_scores_avx2, .wsum = tb_att_wsum_avx2,
                                           .wsum_lanes = 8, .softmax = tb_att_softmax_avx2};
@@ -144,10 +194,9 @@ static void attend(const att_ctx *c, int32_t t, int g, int ith) {
     const int hd = in->head_dim, group = in->n_head / in->n_head_kv;
     const size_t el = s->kv_elem, cap = (size_t)c->kv->cap;
     const bool f16 = s->p.kv_type == TB_TYPE_F16;
-    const tb_kernels_t *kt = tb_kernels();
-    const tb_type_kernels_t *kk = &kt->t[s->p.kv_type];
-    const tb_att_kernels_t *ak = tb_att_kernels_for(kt->isa);
-    const bool wsum = ak->wsum && ak->wsum_lanes % group == 0 && hd % ak->wsum_lanes == 0;
+    const tb_att_kernels_t *ak = tb_att_kernels_for(tb_kernels()->isa);
+    const tb_att_wsum_fn wsum = ak->wsum_lanes % group == 0 && hd % ak->wsum_lanes == 0
+                                    ? ak->wsum : tb_att_wsum_c;
     const float scale = 1.0f / sqrtf((float)hd);
     const int32_t p = c->pos0 + t;
     const int32_t j0 = c->L->sliding ? TB_MAX(0, p - in->n_swa + 1) : 0, len = p - j0 + 1;
@@ -172,11 +221,7 @@ static void attend(const att_ctx *c, int32_t t, int g, int ith) {
     for (int32_t j = j0; j <= p;) {
         const size_t slot = (size_t)(j % c->kv->cap);
         const int32_t run = (int32_t)TB_MIN((size_t)(p - j + 1), cap - slot);
-        if (wsum)
-            ak->wsum(Vt + slot * el, cap, f16, sc + (j - j0), ld, group, hd, first ? o : tmp, run);
-        else
-            kk->gemm(Vt + slot * el, cap * el, sc + (j - j0), (size_t)ld * sizeof(float), group,
-                     first ? o : tmp, hd, 0, hd, run);
+        wsum(Vt + slot * el, cap, f16, sc + (j - j0), ld, group, hd, first ? o : tmp, run);
         if (!first)
             for (int64_t i = 0; i < (int64_t)group * hd; i++) o[i] += tmp[i];
         first = false;

@@ -41,10 +41,10 @@ typedef void (*tb_att_softmax_fn)(float *x, int n, float scale);
 
 typedef struct tb_att_kernels {
     tb_att_scores_fn scores;         /* any G >= 1, any hd >= 1              */
-    tb_att_wsum_fn wsum;             /* NULL: the caller uses the kernel
-                                        table's gemm over rows of Vt          */
-    int wsum_lanes;                  /* wsum needs G | wsum_lanes and
-                                        hd % wsum_lanes == 0                  */
+    tb_att_wsum_fn wsum;             /* needs G | wsum_lanes and
+                                        hd % wsum_lanes == 0 (else the caller
+                                        uses tb_att_wsum_c)                   */
+    int wsum_lanes;
     tb_att_softmax_fn softmax;
 } tb_att_kernels_t;
 
@@ -53,9 +53,14 @@ typedef struct tb_att_kernels {
  * the CPU has (tb_kernels_for(isa) != NULL). */
 const tb_att_kernels_t *tb_att_kernels_for(tb_isa_t isa);
 
-/* The portable C scores kernel (the ref/generic/neon tiers' entry). */
+/* The portable C kernels (the ref/generic/neon tiers' entries; plain
+ * loops that vectorise): scores with one multiply-add chain per (h, j);
+ * wsum with 8 partial sums per output (position j into partial sum
+ * j % 8), summed in a fixed tree: any G and hd. */
 void tb_att_scores_c(const void *Kt, size_t ks, bool f16, const float *q, int G, int hd,
                      float *sc, int64_t ld, int32_t n);
+void tb_att_wsum_c(const void *Vt, size_t vs, bool f16, const float *p, int64_t ld, int G, int hd,
+                   float *o, int32_t n);
 
 #if defined(__x86_64__)
 /* attention_x86.c: AVX-512 (F/BW/VL/FMA/F16C) and AVX2 (FMA/F16C). */

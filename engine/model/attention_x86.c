@@ -134,6 +134,11 @@ T512 INLINE void wsum512_g(const void *Vt, size_t vs, const bool f16, const floa
             const __mmask16 m = (__mmask16)(n - j >= 16 ? 0xFFFF : (1u << (n - j)) - 1);
             __m512 vv[16];                                         /* (R, 16 lanes) */
             for (int r = 0; r < R; r++) vv[r] = ld16m(Vt, (size_t)(d0 + r) * vs + (size_t)j, f16, m);
+#ifdef PF_WG
+            if (d0 + PF_WG * R < hd)
+                for (int r = 0; r < R; r++)
+                    _mm_prefetch((const char *)Vt + ((size_t)(d0 + PF_WG * R + r) * vs + (size_t)j) * (f16 ? 2 : 4), _MM_HINT_T0);
+#endif
             for (int h = 0; h < G; h++) {
                 const __m512 pv = _mm512_maskz_loadu_ps(m, p + (size_t)h * (size_t)ld + j);
                 for (int r = 0; r < R; r++) acc[h * R + r] = _mm512_fmadd_ps(vv[r], pv, acc[h * R + r]);

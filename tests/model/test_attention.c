@@ -4,10 +4,12 @@
  *  - scores over Kt (head_dim, cap) for f16 and f32 caches, group sizes
  *    1..16, head_dim 8..128 (odd multiples included), runs of odd lengths
  *    starting anywhere in a ring row, up to its end;
+ *  - every f16 bit pattern converted exactly;
  *  - only the run's columns written, only its Kt columns read (NaN around),
  *    each score bit-identical whatever the run cut and the head batch
  *    (the decode == prefill contract);
- *  - the weighted sum over Vt where the tier has one: values, exactly
+ *  - the weighted sum over Vt (any group size for the C tiers, those
+ *    dividing the vector width for AVX2 / AVX-512): values, exactly
  *    G x head_dim outputs written, NaN probabilities and V outside the run
  *    ignored;
  *  - softmax with scale against double, every tail length.
@@ -162,14 +164,13 @@ static void wsum_case(const tb_att_kernels_t *ak, const char *name, bool f16, in
 
 static void test_wsum(void **st) {
     (void)st;
-    static const int Gs[] = {1, 2, 4, 8, 16};
-    static const int hds[] = {16, 32, 64, 128, 144};
+    static const int Gs[] = {1, 2, 3, 4, 5, 8, 16};
+    static const int hds[] = {8, 16, 32, 40, 64, 128, 144};
     static const int caps[] = {16, 33, 100, 577};
     int ran = 0;
     for (size_t ii = 0; ii < TB_ARRAY_LEN(isas); ii++) {
         if (!tb_kernels_for(isas[ii])) continue;
         const tb_att_kernels_t *ak = tb_att_kernels_for(isas[ii]);
-        if (!ak->wsum) continue;
         const char *name = tb_isa_name(isas[ii]);
         const int L = ak->wsum_lanes;
         for (int f = 0; f < 2; f++)
@@ -188,6 +189,28 @@ static void test_wsum(void **st) {
         for (int n = 1; n <= 40; n++) wsum_case(ak, name, true, 4, L, 48, 48 - n, n);
     }
     (void)ran;
+}
+
+/* Every f16 bit pattern through scores with q = 1 (hd 1): the exact
+ * value (+-0 alike, any NaN for NaN), e.g. the C tiers' branch-free
+ * conversion on subnormals, infinities and NaNs. */
+static void test_scores_f16_exact(void **st) {
+    (void)st;
+    const int n = 65536;
+    tb_fp16_t *Kt = malloc((size_t)n * sizeof *Kt);
+    float *sc = malloc((size_t)n * sizeof *sc);
+    const float one = 1.0f;
+    for (int i = 0; i < n; i++) Kt[i] = (tb_fp16_t)i;
+    for (size_t ii = 0; ii < TB_ARRAY_LEN(isas); ii++) {
+        if (!tb_kernels_for(isas[ii])) continue;
+        tb_att_kernels_for(isas[ii])->scores(Kt, (size_t)n, true, &one, 1, 1, sc, n, n);
+        for (int i = 0; i < n; i++) {
+            const float want = tb_fp16_to_fp32((tb_fp16_t)i);
+            if (!(sc[i] == want || (isnan(want) && isnan(sc[i]))))
+                fail_msg("%s scores f16 0x%04x: %.9g vs %.9g", tb_isa_name(isas[ii]), i, sc[i], want);
+        }
+    }
+    free(Kt); free(sc);
 }
 
 static void test_softmax(void **st) {
@@ -217,6 +240,7 @@ static void test_softmax(void **st) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_scores),
+        cmocka_unit_test(test_scores_f16_exact),
         cmocka_unit_test(test_wsum),
         cmocka_unit_test(test_softmax),
     };
