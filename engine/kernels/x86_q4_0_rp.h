@@ -41,20 +41,24 @@
 
 /* Repack `rows` rows of W (file layout, stride ws, n columns) into groups
  * of R; missing rows of the last group are zero codes with d = 0 (their
- * lanes compute 0 and are never stored). */
+ * lanes compute 0 and are never stored). Each row is read once in order;
+ * its group's blocks (18 R nb bytes) are the only bytes written meanwhile. */
 TB_INLINE void repack_q4_0_rows(const void *W, size_t ws, int64_t rows, int64_t n, void *out, int R) {
     const int64_t nb = n / QK4_0, ng = (rows + R - 1) / R;
     const size_t gb = (size_t)R * sizeof(block_q4_0);   /* bytes of one group block */
-    for (int64_t g = 0; g < ng; g++)
-        for (int64_t i = 0; i < nb; i++) {
-            uint8_t *o = (uint8_t *)out + (size_t)(g * nb + i) * gb;   // (4, R, 4) codes, then (R) d
-            memset(o, 0, gb);
-            for (int k = 0; k < R && g * R + k < rows; k++) {
-                const block_q4_0 *x = (const block_q4_0 *)((const uint8_t *)W + (size_t)(g * R + k) * ws) + i;
-                for (int c = 0; c < 4; c++) memcpy(o + 4 * R * c + 4 * k, &x->qs[4 * c], 4);
-                memcpy(o + 16 * R + 2 * k, &x->d, 2);
+    for (int64_t g = 0; g < ng; g++) {
+        uint8_t *og = (uint8_t *)out + (size_t)(g * nb) * gb;   // (nb, 4, R, 4) codes + (R) d per block
+        const int kn = (int)TB_MIN(R, rows - g * R);
+        if (kn < R) memset(og, 0, (size_t)nb * gb);   /* full groups: every byte is written below */
+        for (int k = 0; k < kn; k++) {
+            const block_q4_0 *x = (const block_q4_0 *)((const uint8_t *)W + (size_t)(g * R + k) * ws);   // (nb)
+            for (int64_t i = 0; i < nb; i++) {
+                uint8_t *o = og + (size_t)i * gb;
+                for (int c = 0; c < 4; c++) memcpy(o + 4 * R * c + 4 * k, &x[i].qs[4 * c], 4);
+                memcpy(o + 16 * R + 2 * k, &x[i].d, 2);
             }
         }
+    }
 }
 
 /* Rows [lo, hi) of group g (R rows) that fall in [r0, r1), as lane bounds. */
