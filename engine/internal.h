@@ -18,15 +18,6 @@ int tb_err_prefix(int status, const char *fmt, ...) __attribute__((format(printf
 #define TB_MAX(a, b) ((a) > (b) ? (a) : (b))
 #define TB_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
 
-/* One spin-wait step: tells the core (and an SMT sibling) we are polling. */
-static inline void tb_cpu_relax(void) {
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#elif defined(__aarch64__)
-    __asm__ __volatile__("yield" ::: "memory");
-#endif
-}
-
 /* Aligned allocation (64 bytes), zeroed; free with tb_free_aligned. */
 void *tb_alloc_aligned(size_t n);
 void tb_free_aligned(void *p);

@@ -35,7 +35,6 @@ void tb_lin_barrier_wait(tb_lin_barrier_t *b, int nth) {
     int spins = 0;
     while (atomic_load_explicit(&b->arrived, memory_order_acquire) < nth)
         if (++spins > BARRIER_SPINS) sched_yield();
-        else tb_cpu_relax();
 }
 
 /* ===================================================================== */

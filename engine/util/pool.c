@@ -13,8 +13,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 
-#define SPIN_ITERS 20000   /* polls (with a pause each) before a worker sleeps */
-#define WAIT_SPINS 20000   /* polls of the caller before it starts yielding     */
+#define SPIN_ITERS 20000
 
 struct tb_pool {
     int n;                         /* threads including the caller */
@@ -39,7 +38,7 @@ static void *worker_main(void *va) {
         unsigned g;
         int spins = 0;
         while ((g = atomic_load_explicit(&p->gen, memory_order_acquire)) == seen) {
-            if (++spins < SPIN_ITERS) { tb_cpu_relax(); continue; }
+            if (++spins < SPIN_ITERS) continue;
             pthread_mutex_lock(&p->mu);
             while (atomic_load(&p->gen) == seen && !atomic_load(&p->quit))
                 pthread_cond_wait(&p->cv, &p->mu);
@@ -89,11 +88,7 @@ void tb_pool_run(tb_pool_t *p, void (*fn)(void *arg, int ith, int nth), void *ar
     pthread_cond_broadcast(&p->cv);
     pthread_mutex_unlock(&p->mu);
     fn(arg, 0, p->n);
-    /* Poll first (the others finish within microseconds when the split is
-     * balanced); yield only when they are late (descheduled). */
-    for (int spins = 0; atomic_load_explicit(&p->pending, memory_order_acquire) > 0;)
-        if (++spins < WAIT_SPINS) tb_cpu_relax();
-        else sched_yield();
+    while (atomic_load_explicit(&p->pending, memory_order_acquire) > 0) sched_yield();
 }
 
 void tb_pool_free(tb_pool_t *p) {
