@@ -12,7 +12,8 @@
  *    dividing the vector width for AVX2 / AVX-512): values, exactly
  *    G x head_dim outputs written, NaN probabilities and V outside the run
  *    ignored;
- *  - softmax with scale against double, every tail length.
+ *  - softmax with scale against double, every tail length; its e^x
+ *    bit-identical to tb_op_exp on every tier.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -237,12 +238,32 @@ static void test_softmax(void **st) {
     }
 }
 
+/* Two-value rows [0, y] (max 0, sum 1 + e^y in every tier's order): the
+ * vector e^x gives exactly tb_op_exp's bits, clamps and underflow
+ * included. */
+static void test_softmax_exp_bits(void **st) {
+    (void)st;
+    for (size_t ii = 0; ii < TB_ARRAY_LEN(isas); ii++) {
+        if (!tb_kernels_for(isas[ii])) continue;
+        const tb_att_kernels_t *ak = tb_att_kernels_for(isas[ii]);
+        for (int i = 0; i < 20000; i++) {
+            const float y = i < 19000 ? urand(-90.0f, 0.0f) : -(float)(i - 19000) * 0.09f;
+            float x[2] = {0.0f, y};
+            ak->softmax(x, 2, 1.0f);
+            const float e = tb_op_exp(y), inv = 1.0f / (1.0f + e);
+            if (memcmp(&x[1], &(float){e * inv}, 4) || x[0] != inv)
+                fail_msg("%s softmax e^%.9g: %.9g vs %.9g", tb_isa_name(isas[ii]), y, x[1], e * inv);
+        }
+    }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_scores),
         cmocka_unit_test(test_scores_f16_exact),
         cmocka_unit_test(test_wsum),
         cmocka_unit_test(test_softmax),
+        cmocka_unit_test(test_softmax_exp_bits),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
