@@ -25,15 +25,7 @@
 
 TB_X86_KERNELS(q8_0, DOT_Q8_0)
 TB_X86_KERNELS(q4_0, DOT_Q4_0)
-/* Q4_0: the 8-row repacked copy when the loader registered one (x86_q4_0_rp.h). */
-static void matvec_q4_0_256_rp(const void *W, size_t ws, const void *a, float *y, int64_t r0, int64_t r1,
-                               int64_t n) {
-    if (!matvec_q4_0_rp8(W, ws, a, y, r0, r1, n)) matvec_q4_0(W, ws, a, y, r0, r1, n);
-}
-static void gemm_q4_0_256_rp(const void *W, size_t ws, const void *A, size_t as, int64_t nt, float *Y,
-                             int64_t ldy, int64_t r0, int64_t r1, int64_t n) {
-    if (!gemm_q4_0_rp8(W, ws, A, as, nt, Y, ldy, r0, r1, n)) gemm_q4_0(W, ws, A, as, nt, Y, ldy, r0, r1, n);
-}
+TB_RP_WITH_FALLBACK(q4_0_256_rp, q4_0_rp8, q4_0)   /* 8-row repacked copy (x86_q4_0_rp.h) */
 TB_X86_KERNELS(tq2_0, DOT_TQ2_0)
 TB_X86_KERNELS(tq1_0, DOT_TQ1_0)
 TB_X86_KERNELS(q4_K, DOT_Q4_K)

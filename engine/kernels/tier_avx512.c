@@ -40,42 +40,11 @@ TB_X86_KERNELS(f32, DOT_F32)
 TB_X86_KERNELS(f16, DOT_F16)
 TB_X86_KERNELS(bf16, DOT_BF16)
 
-/* TQ2_0 (VNNI): the 16-row repacked copy when the loader registered one. */
-static void matvec_tq2_0_vnni_rp(const void *W, size_t ws, const void *a, float *y, int64_t r0,
-                                 int64_t r1, int64_t n) {
-    if (!matvec_tq2_0_rp(W, ws, a, y, r0, r1, n)) matvec_tq2_0_vnni(W, ws, a, y, r0, r1, n);
-}
-static void gemm_tq2_0_vnni_rp(const void *W, size_t ws, const void *A, size_t as, int64_t nt, float *Y,
-                               int64_t ldy, int64_t r0, int64_t r1, int64_t n) {
-    if (!gemm_tq2_0_rp(W, ws, A, as, nt, Y, ldy, r0, r1, n)) gemm_tq2_0_vnni(W, ws, A, as, nt, Y, ldy, r0, r1, n);
-}
-static void matvec_tq1_0_vnni_rp(const void *W, size_t ws, const void *a, float *y, int64_t r0,
-                                 int64_t r1, int64_t n) {
-    if (!matvec_tq1_0_rp(W, ws, a, y, r0, r1, n)) matvec_tq1_0_vnni(W, ws, a, y, r0, r1, n);
-}
-static void gemm_tq1_0_vnni_rp(const void *W, size_t ws, const void *A, size_t as, int64_t nt, float *Y,
-                               int64_t ldy, int64_t r0, int64_t r1, int64_t n) {
-    if (!gemm_tq1_0_rp(W, ws, A, as, nt, Y, ldy, r0, r1, n)) gemm_tq1_0_vnni(W, ws, A, as, nt, Y, ldy, r0, r1, n);
-}
-/* Q4_0 (VNNI): the 16-row repacked copy when the loader registered one (x86_q4_0_rp.h). */
-static void matvec_q4_0_512_rp(const void *W, size_t ws, const void *a, float *y, int64_t r0,
-                               int64_t r1, int64_t n) {
-    if (!matvec_q4_0_rp(W, ws, a, y, r0, r1, n)) matvec_q4_0_512(W, ws, a, y, r0, r1, n);
-}
-static void gemm_q4_0_512_rp(const void *W, size_t ws, const void *A, size_t as, int64_t nt, float *Y,
-                             int64_t ldy, int64_t r0, int64_t r1, int64_t n) {
-    if (!gemm_q4_0_rp(W, ws, A, as, nt, Y, ldy, r0, r1, n)) gemm_q4_0_512(W, ws, A, as, nt, Y, ldy, r0, r1, n);
-}
+TB_RP_WITH_FALLBACK(tq2_0_vnni_rp, tq2_0_rp, tq2_0_vnni)   /* x86_ternary.h */
+TB_RP_WITH_FALLBACK(tq1_0_vnni_rp, tq1_0_rp, tq1_0_vnni)
+TB_RP_WITH_FALLBACK(q4_0_512_rp, q4_0_rp, q4_0_512)       /* x86_q4_0_rp.h */
 TB_X86_KERNELS(q4_K_vnni, DOT_Q4_K_VNNI)
-/* Q4_K (VNNI): the 16-row repacked copy when the loader registered one (x86_q4_K_rp.h). */
-static void matvec_q4_K_vnni_rp(const void *W, size_t ws, const void *a, float *y, int64_t r0,
-                                int64_t r1, int64_t n) {
-    if (!matvec_q4_K_rp(W, ws, a, y, r0, r1, n)) matvec_q4_K_vnni(W, ws, a, y, r0, r1, n);
-}
-static void gemm_q4_K_vnni_rp(const void *W, size_t ws, const void *A, size_t as, int64_t nt, float *Y,
-                              int64_t ldy, int64_t r0, int64_t r1, int64_t n) {
-    if (!gemm_q4_K_rp(W, ws, A, as, nt, Y, ldy, r0, r1, n)) gemm_q4_K_vnni(W, ws, A, as, nt, Y, ldy, r0, r1, n);
-}
+TB_RP_WITH_FALLBACK(q4_K_vnni_rp, q4_K_rp, q4_K_vnni)     /* x86_q4_K_rp.h */
 TB_X86_KERNELS(q6_K_vnni, DOT_Q6_K_VNNI)
 
 /* Sum of 64-bit words, 128 bytes per step in two chains. */

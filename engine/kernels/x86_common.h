@@ -61,6 +61,19 @@ TB_INLINE __m256i dot_u8s8_256(__m256i acc, __m256i u, __m256i s, bool vnni) {
 /* ---------------------------------------------------------------------- */
 
 /* DOT(nt, n, s, w, a) must be an expression calling the format's body. */
+/* matvec_<out> / gemm_<out>: the repacked kernels matvec_<rp> / gemm_<rp>
+ * (which return false when the loader registered no copy of W), else the
+ * file-layout kernels matvec_<fb> / gemm_<fb>. */
+#define TB_RP_WITH_FALLBACK(out, rp, fb)                                                            \
+    static void matvec_##out(const void *W, size_t ws, const void *a, float *y, int64_t r0,         \
+                             int64_t r1, int64_t n) {                                               \
+        if (!matvec_##rp(W, ws, a, y, r0, r1, n)) matvec_##fb(W, ws, a, y, r0, r1, n);              \
+    }                                                                                               \
+    static void gemm_##out(const void *W, size_t ws, const void *A, size_t as, int64_t nt,          \
+                           float *Y, int64_t ldy, int64_t r0, int64_t r1, int64_t n) {              \
+        if (!gemm_##rp(W, ws, A, as, nt, Y, ldy, r0, r1, n)) gemm_##fb(W, ws, A, as, nt, Y, ldy, r0, r1, n); \
+    }
+
 #define TB_X86_KERNELS(name, DOT)                                                          \
     static void vec_dot_##name(int64_t n, float *s, const void *w, const void *a) {       \
         const void *aa[1] = {a};                                                           \
