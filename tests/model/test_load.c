@@ -76,6 +76,64 @@ static void test_unknown_arch(void **st) {
     expect_error("maple-tiny", &e2, "nokey", TB_ERR_NOT_FOUND, "maple.attention.sliding_window_pattern", NULL);
 }
 
+/* Logits of a 6-token prefill (all rows) and 3 decoded tokens. */
+static float *run_logits(const char *path, tb_weights_mode_t mode, tb_model_info_t *in) {
+    tb_model_params_t mp = {.weights = mode};
+    tb_model_t *m;
+    if (tb_model_load_ex(path, &mp, &m) != TB_OK) fail_msg("%s: %s", path, tb_last_error());
+    assert_int_equal(tb_model_get_info(m, in), TB_OK);
+    const int32_t V = in->n_vocab, ids[6] = {3, 1, 4, 1, 5, 9};
+    float *out = malloc(sizeof(float) * (size_t)V * 9);   // (9, V)
+    assert_non_null(out);
+    tb_session_t *s;
+    tb_session_params_t sp = tb_session_default_params();
+    sp.n_ctx = 16;
+    sp.n_threads = 2;
+    assert_int_equal(tb_session_new(m, &sp, &s), TB_OK);
+    assert_int_equal(tb_session_eval(s, ids, 6, true), TB_OK);
+    for (int i = 0; i < 6; i++) memcpy(out + (size_t)i * V, tb_session_logits(s, i), sizeof(float) * (size_t)V);
+    for (int i = 6; i < 9; i++) {
+        int32_t t = 2 + i;
+        assert_int_equal(tb_session_eval(s, &t, 1, false), TB_OK);
+        memcpy(out + (size_t)i * V, tb_session_logits(s, -1), sizeof(float) * (size_t)V);
+    }
+    tb_session_free(s);
+    tb_model_free(m);
+    return out;
+}
+
+/* Weights copied into huge pages (default) and read from the file mapping
+ * give bit-identical logits: the same kernels read the same bytes. The
+ * copy mode accounts its memory; an unknown mode is refused. Tied head too. */
+static void test_weights_modes(void **st) {
+    (void)st;
+    char paths[3][512];
+    synth("maple-tiny", paths[0], sizeof paths[0]);
+    synth("moe-tiny", paths[1], sizeof paths[1]);
+    char src[512];
+    synth("llama-tiny", src, sizeof src);
+    snprintf(paths[2], sizeof paths[2], "%s/tied-modes.gguf", dir);
+    th_edit e = {.drop_tensor = "output"};
+    assert_int_equal(th_rewrite(src, paths[2], &e), TB_OK);
+    for (int f = 0; f < 3; f++) {
+        tb_model_info_t ic, im;
+        float *a = run_logits(paths[f], TB_WEIGHTS_COPY, &ic), *b = run_logits(paths[f], TB_WEIGHTS_MMAP, &im);
+        if (memcmp(a, b, sizeof(float) * (size_t)ic.n_vocab * 9) != 0)
+            fail_msg("%s: logits differ between weights = copy and weights = mmap", paths[f]);
+        assert_int_equal(ic.weights_mode, TB_WEIGHTS_COPY);
+        assert_int_equal(im.weights_mode, TB_WEIGHTS_MMAP);
+        assert_true(ic.resident_bytes >= ic.repack_bytes);
+        assert_true(ic.resident_bytes > 0);
+        assert_int_equal(im.repack_bytes, ic.repack_bytes);
+        assert_true(im.resident_bytes < ic.resident_bytes);
+        free(a);
+        free(b);
+    }
+    tb_model_params_t bad = {.weights = (tb_weights_mode_t)7};
+    tb_model_t *m = (tb_model_t *)0x1;
+    assert_int_equal(tb_model_load_ex(paths[0], &bad, &m), TB_ERR_ARG);
+}
+
 static void test_tied_output(void **st) {
     (void)st;
     char src[512], dst[512];
@@ -177,6 +235,7 @@ int main(void) {
         cmocka_unit_test(test_wrong_shape),
         cmocka_unit_test(test_unknown_arch),
         cmocka_unit_test(test_tied_output),
+        cmocka_unit_test(test_weights_modes),
         cmocka_unit_test(test_info),
         cmocka_unit_test(test_bytes_per_token),
     };
