@@ -110,6 +110,41 @@ size_t tb_act_row_bytes(tb_type_t wtype, int64_t n);
 /* matvec and gemm of a tier as plain loops over its row dot product
  * DOT(n, s, w, a): one call per (row, token), so gemm == matvec per row.
  * Defines static matvec_NAME and gemm_NAME. */
+/* vec_dot / matvec / gemm named VD / MV / GM from one multi-token body
+ * DOT(nt, n, s, w, aa): s[0..nt) = row w . activation rows aa[0..nt).
+ * gemm runs NT tokens per call and single tokens for the rest, so every
+ * (row, token) goes through the same body as matvec: bit-identical.
+ * ATTR is the functions' target attribute (may be empty). Used by the x86
+ * (TB_X86_KERNELS) and NEON (TB_NEON_KERNELS) tiers. */
+#define TB_KERNELS_FROM_NT_DOT(ATTR, VD, MV, GM, NT, DOT)                                  \
+    ATTR static void VD(int64_t n, float *s, const void *w, const void *a) {               \
+        const void *aa[1] = {a};                                                           \
+        DOT(1, n, s, w, aa);                                                               \
+    }                                                                                      \
+    ATTR static void MV(const void *W, size_t ws, const void *a, float *y, int64_t r0,     \
+                        int64_t r1, int64_t n) {                                           \
+        const void *aa[1] = {a};                                                           \
+        for (int64_t r = r0; r < r1; r++) DOT(1, n, &y[r], (const uint8_t *)W + (size_t)r * ws, aa); \
+    }                                                                                      \
+    ATTR static void GM(const void *W, size_t ws, const void *A, size_t as, int64_t nt,    \
+                        float *Y, int64_t ldy, int64_t r0, int64_t r1, int64_t n) {        \
+        for (int64_t r = r0; r < r1; r++) {                                                \
+            const void *wr = (const uint8_t *)W + (size_t)r * ws;                          \
+            int64_t t = 0;                                                                 \
+            for (; t + (NT) <= nt; t += (NT)) {                                            \
+                const void *aa[NT];                                                        \
+                float s[NT];                                                               \
+                for (int k = 0; k < (NT); k++) aa[k] = (const uint8_t *)A + (size_t)(t + k) * as; \
+                DOT(NT, n, s, wr, aa);                                                     \
+                for (int k = 0; k < (NT); k++) Y[(t + k) * ldy + r] = s[k];                \
+            }                                                                              \
+            for (; t < nt; t++) {                                                          \
+                const void *aa[1] = {(const uint8_t *)A + (size_t)t * as};                 \
+                DOT(1, n, &Y[t * ldy + r], wr, aa);                                        \
+            }                                                                              \
+        }                                                                                  \
+    }
+
 #define TB_KERNELS_FROM_DOT(name, DOT)                                                    \
     static void matvec_##name(const void *W, size_t ws, const void *a, float *y,         \
                               int64_t r0, int64_t r1, int64_t n) {                       \

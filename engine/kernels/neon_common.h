@@ -61,35 +61,8 @@ TB_INLINE tb_fp16_t tb_neon_f2h(float f) {
 /* DOT(nt, n, s, w, aa): s[0..nt) = row w . activation rows aa[0..nt).
  * ATTR carries the target attribute of the variant (e.g. +dotprod) so the
  * always-inline body can be inlined into the wrappers. */
-#define TB_NEON_KERNELS(name, DOT, ATTR)                                                   \
-    ATTR static void nv_vec_dot_##name(int64_t n, float *s, const void *w, const void *a) { \
-        const void *aa[1] = {a};                                                           \
-        DOT(1, n, s, w, aa);                                                               \
-    }                                                                                      \
-    ATTR static void nv_matvec_##name(const void *W, size_t ws, const void *a, float *y,  \
-                                      int64_t r0, int64_t r1, int64_t n) {                 \
-        const void *aa[1] = {a};                                                           \
-        for (int64_t r = r0; r < r1; r++) DOT(1, n, &y[r], (const uint8_t *)W + (size_t)r * ws, aa); \
-    }                                                                                      \
-    ATTR static void nv_gemm_##name(const void *W, size_t ws, const void *A, size_t as,    \
-                                    int64_t nt, float *Y, int64_t ldy, int64_t r0,         \
-                                    int64_t r1, int64_t n) {                               \
-        for (int64_t r = r0; r < r1; r++) {                                                \
-            const void *wr = (const uint8_t *)W + (size_t)r * ws;                          \
-            int64_t t = 0;                                                                 \
-            for (; t + TB_NEON_NT <= nt; t += TB_NEON_NT) {                                \
-                const void *aa[TB_NEON_NT];                                                \
-                float s[TB_NEON_NT];                                                       \
-                for (int k = 0; k < TB_NEON_NT; k++) aa[k] = (const uint8_t *)A + (size_t)(t + k) * as; \
-                DOT(TB_NEON_NT, n, s, wr, aa);                                             \
-                for (int k = 0; k < TB_NEON_NT; k++) Y[(t + k) * ldy + r] = s[k];          \
-            }                                                                              \
-            for (; t < nt; t++) {                                                          \
-                const void *aa[1] = {(const uint8_t *)A + (size_t)t * as};                 \
-                DOT(1, n, &Y[t * ldy + r], wr, aa);                                        \
-            }                                                                              \
-        }                                                                                  \
-    }
+#define TB_NEON_KERNELS(name, DOT, ATTR) \
+    TB_KERNELS_FROM_NT_DOT(ATTR, nv_vec_dot_##name, nv_matvec_##name, nv_gemm_##name, TB_NEON_NT, DOT)
 
 #define TB_NEON_SET(k, wt, name)                    \
     do {                                            \

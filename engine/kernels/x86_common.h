@@ -60,7 +60,6 @@ TB_INLINE __m256i dot_u8s8_256(__m256i acc, __m256i u, __m256i s, bool vnni) {
 /* Generators: vec_dot, matvec and gemm from one dot_<fmt>(nt, ...)        */
 /* ---------------------------------------------------------------------- */
 
-/* DOT(nt, n, s, w, a) must be an expression calling the format's body. */
 /* matvec_<out> / gemm_<out>: the repacked kernels matvec_<rp> / gemm_<rp>
  * (which return false when the loader registered no copy of W), else the
  * file-layout kernels matvec_<fb> / gemm_<fb>. */
@@ -74,34 +73,9 @@ TB_INLINE __m256i dot_u8s8_256(__m256i acc, __m256i u, __m256i s, bool vnni) {
         if (!gemm_##rp(W, ws, A, as, nt, Y, ldy, r0, r1, n)) gemm_##fb(W, ws, A, as, nt, Y, ldy, r0, r1, n); \
     }
 
-#define TB_X86_KERNELS(name, DOT)                                                          \
-    static void vec_dot_##name(int64_t n, float *s, const void *w, const void *a) {       \
-        const void *aa[1] = {a};                                                           \
-        DOT(1, n, s, w, aa);                                                               \
-    }                                                                                      \
-    static void matvec_##name(const void *W, size_t ws, const void *a, float *y,          \
-                              int64_t r0, int64_t r1, int64_t n) {                         \
-        const void *aa[1] = {a};                                                           \
-        for (int64_t r = r0; r < r1; r++) DOT(1, n, &y[r], (const uint8_t *)W + (size_t)r * ws, aa); \
-    }                                                                                      \
-    static void gemm_##name(const void *W, size_t ws, const void *A, size_t as, int64_t nt, \
-                            float *Y, int64_t ldy, int64_t r0, int64_t r1, int64_t n) {    \
-        for (int64_t r = r0; r < r1; r++) {                                                \
-            const void *wr = (const uint8_t *)W + (size_t)r * ws;                          \
-            int64_t t = 0;                                                                 \
-            for (; t + TB_NT <= nt; t += TB_NT) {                                          \
-                const void *aa[TB_NT];                                                     \
-                float s[TB_NT];                                                            \
-                for (int k = 0; k < TB_NT; k++) aa[k] = (const uint8_t *)A + (size_t)(t + k) * as; \
-                DOT(TB_NT, n, s, wr, aa);                                                  \
-                for (int k = 0; k < TB_NT; k++) Y[(t + k) * ldy + r] = s[k];               \
-            }                                                                              \
-            for (; t < nt; t++) {                                                          \
-                const void *aa[1] = {(const uint8_t *)A + (size_t)t * as};                 \
-                DOT(1, n, &Y[t * ldy + r], wr, aa);                                        \
-            }                                                                              \
-        }                                                                                  \
-    }
+/* DOT(nt, n, s, w, a) must be an expression calling the format's body. */
+#define TB_X86_KERNELS(name, DOT) \
+    TB_KERNELS_FROM_NT_DOT(, vec_dot_##name, matvec_##name, gemm_##name, TB_NT, DOT)
 
 #if defined(__AVX512F__)
 /* Row-tiled generator: DOT(nr, nt, n, s, wrows, acts). matvec takes TB_NR
