@@ -78,6 +78,12 @@ TB_INLINE __m256i dot_u8s8_256(__m256i acc, __m256i u, __m256i s, bool vnni) {
     TB_KERNELS_FROM_NT_DOT(, vec_dot_##name, matvec_##name, gemm_##name, TB_NT, DOT)
 
 #if defined(__AVX512F__)
+/* Lanes of 16-row group g (rows 16 g .. 16 g + 15, one per 32-bit lane)
+ * that fall in [r0, r1): the store mask of every 16-row repacked kernel. */
+TB_INLINE __mmask16 tb_grp_mask16(int64_t g, int64_t r0, int64_t r1) {
+    const int64_t lo = TB_MAX(r0 - g * 16, 0), hi = TB_MIN(r1 - g * 16, 16);
+    return (__mmask16)(((1u << hi) - 1) & ~((1u << lo) - 1));
+}
 /* Row-tiled generator: DOT(nr, nt, n, s, wrows, acts). matvec takes TB_NR
  * rows per pass, gemm TB_NR_GEMM rows x TB_NT tokens; tails use smaller
  * nr / nt, which leave each (row, token) result unchanged. */

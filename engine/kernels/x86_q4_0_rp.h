@@ -102,6 +102,7 @@ TB_INLINE int32_t ld32(const int8_t *p) {
 /* ---------------------------------------------------------------------- */
 
 #define TB_Q4RP_ROWS 16
+static_assert(TB_Q4RP_ROWS == 16, "store masks are tb_grp_mask16 (x86_common.h)");
 #ifndef TB_Q4RP_NT
 #define TB_Q4RP_NT 8         /* tokens per gemm pass over a group          */
 #endif
@@ -170,13 +171,6 @@ TB_INLINE void dot_q4_0_grp(int nt, const q4_0_grp *G, int64_t nb, const block_q
     for (int t = 0; t < nt; t++) out[t] = acc[t];
 }
 
-/* Lanes of group g that fall in [r0, r1). */
-TB_INLINE __mmask16 q4rp_mask(int64_t g, int64_t r0, int64_t r1) {
-    int lo, hi;
-    q4rp_lanes(g, TB_Q4RP_ROWS, r0, r1, &lo, &hi);
-    return (__mmask16)(((1u << hi) - 1) & ~((1u << lo) - 1));
-}
-
 /* ---------------------------------------------------------------------- */
 /* matvec / gemm                                                            */
 /* ---------------------------------------------------------------------- */
@@ -197,7 +191,7 @@ static bool matvec_q4_0_rp(const void *W, size_t ws, const void *a, float *y, in
     for (int64_t g = r0 / TB_Q4RP_ROWS; g * TB_Q4RP_ROWS < r1; g++) {
         __m512 o[TB_Q4RP_NT];
         dot_q4_0_grp(1, G + g * nb, nb, aa, pa, o);
-        _mm512_mask_storeu_ps(y + g * TB_Q4RP_ROWS, q4rp_mask(g, r0, r1), o[0]);
+        _mm512_mask_storeu_ps(y + g * TB_Q4RP_ROWS, tb_grp_mask16(g, r0, r1), o[0]);
     }
     return true;
 }
@@ -226,7 +220,7 @@ static bool gemm_q4_0_rp(const void *W, size_t ws, const void *A, size_t as, int
             if (ntk == TB_Q4RP_NT) dot_q4_0_grp(TB_Q4RP_NT, G + g * nb, nb, aa, pa, o);
             else if (ntk == 1) dot_q4_0_grp(1, G + g * nb, nb, aa, pa, o);
             else dot_q4_0_grp(ntk, G + g * nb, nb, aa, pa, o);
-            const __mmask16 m = q4rp_mask(g, r0, r1);
+            const __mmask16 m = tb_grp_mask16(g, r0, r1);
             for (int t = 0; t < ntk; t++) _mm512_mask_storeu_ps(Y + (t0 + t) * ldy + g * TB_Q4RP_ROWS, m, o[t]);
         }
     }

@@ -51,6 +51,7 @@
  * for (chunk, high) the dword at qs + 64h + 32 + 4c, broadcast to all 16
  * lanes. */
 #define TB_Q4KRP_ROWS 16
+static_assert(TB_Q4KRP_ROWS == 16, "store masks are tb_grp_mask16 (x86_common.h)");
 #define TB_Q4K_RP_MAXNB 64   /* rows of more than 16384 columns use the file layout */
 #ifndef TB_Q4KRP_NT
 #define TB_Q4KRP_NT 4        /* tokens per gemm pass over a group                  */
@@ -230,12 +231,6 @@ TB_INLINE void dot_q4_K_grp(int nt, const q4_K_grp *G, int64_t nb, const block_q
     for (int t = 0; t < nt; t++) out[t] = acc[t];
 }
 
-/* Lanes of group g that fall in [r0, r1). */
-TB_INLINE __mmask16 q4krp_mask(int64_t g, int64_t r0, int64_t r1) {
-    int64_t lo = TB_MAX(r0 - g * TB_Q4KRP_ROWS, 0), hi = TB_MIN(r1 - g * TB_Q4KRP_ROWS, TB_Q4KRP_ROWS);
-    return (__mmask16)(((1u << hi) - 1) & ~((1u << lo) - 1));
-}
-
 /* ---------------------------------------------------------------------- */
 /* matvec / gemm                                                            */
 /* ---------------------------------------------------------------------- */
@@ -256,7 +251,7 @@ static bool matvec_q4_K_rp(const void *W, size_t ws, const void *a, float *y, in
     for (int64_t g = r0 / TB_Q4KRP_ROWS; g * TB_Q4KRP_ROWS < r1; g++) {
         __m512 o[TB_Q4KRP_NT];
         dot_q4_K_grp(1, G + g * nb, nb, aa, pa, o);
-        _mm512_mask_storeu_ps(y + g * TB_Q4KRP_ROWS, q4krp_mask(g, r0, r1), o[0]);
+        _mm512_mask_storeu_ps(y + g * TB_Q4KRP_ROWS, tb_grp_mask16(g, r0, r1), o[0]);
     }
     return true;
 }
@@ -279,7 +274,7 @@ static bool gemm_q4_K_rp(const void *W, size_t ws, const void *A, size_t as, int
         for (int64_t t = 0; t < ntc; t++)
             prep_q4_K_rp((const block_q8_K *)((const uint8_t *)A + (size_t)(c0 + t) * as), nb, prep + t * nb);
         for (int64_t g = r0 / TB_Q4KRP_ROWS; g * TB_Q4KRP_ROWS < r1; g++) {
-            const __mmask16 m = q4krp_mask(g, r0, r1);
+            const __mmask16 m = tb_grp_mask16(g, r0, r1);
             for (int64_t t0 = 0; t0 < ntc; t0 += TB_Q4KRP_NT) {
                 const int ntk = (int)TB_MIN(TB_Q4KRP_NT, ntc - t0);
                 const block_q8_K *aa[TB_Q4KRP_NT];

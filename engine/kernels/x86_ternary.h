@@ -136,6 +136,7 @@ TB_INLINE void dot_tq2_0_rt(int nr, int nt, int64_t n, float *s, const void *con
  * dword broadcast to all 16 lanes: one vpdpbusd does 16 rows x 4 elements,
  * and the per-block float work (scale, convert, fma) is shared by 16 rows. */
 #define TB_RP_ROWS 16
+static_assert(TB_RP_ROWS == 16, "store masks are tb_grp_mask16 (x86_common.h)");
 #define TB_RP_MAXNB 64     /* larger rows (n > 16384) use the file layout */
 #define TB_RP_NT 8         /* tokens per gemm pass */
 typedef struct {
@@ -240,12 +241,6 @@ TB_INLINE void dot_tq2_0_grp(int nt, const tq2_0_grp *G, int64_t nb, const block
     for (int t = 0; t < nt; t++) out[t] = acc[t];
 }
 
-/* Lanes of group g that fall in [r0, r1). */
-TB_INLINE __mmask16 grp_mask(int64_t g, int64_t r0, int64_t r1) {
-    int64_t lo = TB_MAX(r0 - g * TB_RP_ROWS, 0), hi = TB_MIN(r1 - g * TB_RP_ROWS, TB_RP_ROWS);
-    return (__mmask16)(((1u << hi) - 1) & ~((1u << lo) - 1));
-}
-
 /* matvec on the repacked copy; false when W has none (caller falls back). */
 static bool matvec_tq2_0_rp(const void *W, size_t ws, const void *a, float *y, int64_t r0, int64_t r1,
                             int64_t n) {
@@ -259,7 +254,7 @@ static bool matvec_tq2_0_rp(const void *W, size_t ws, const void *a, float *y, i
     for (int64_t g = r0 / TB_RP_ROWS; g * TB_RP_ROWS < r1; g++) {
         __m512 o[1];
         dot_tq2_0_grp(1, G + g * nb, nb, aa, nsum, o);
-        _mm512_mask_storeu_ps(y + g * TB_RP_ROWS, grp_mask(g, r0, r1), o[0]);
+        _mm512_mask_storeu_ps(y + g * TB_RP_ROWS, tb_grp_mask16(g, r0, r1), o[0]);
     }
     return true;
 }
@@ -284,7 +279,7 @@ static bool gemm_tq2_0_rp(const void *W, size_t ws, const void *A, size_t as, in
             if (ntk == TB_RP_NT) dot_tq2_0_grp(TB_RP_NT, G + g * nb, nb, aa, nsum, o);
             else if (ntk == 1) dot_tq2_0_grp(1, G + g * nb, nb, aa, nsum, o);
             else dot_tq2_0_grp(ntk, G + g * nb, nb, aa, nsum, o);
-            const __mmask16 m = grp_mask(g, r0, r1);
+            const __mmask16 m = tb_grp_mask16(g, r0, r1);
             for (int t = 0; t < ntk; t++) _mm512_mask_storeu_ps(Y + (t0 + t) * ldy + g * TB_RP_ROWS, m, o[t]);
         }
     }
@@ -394,7 +389,7 @@ static bool matvec_tq1_0_rp(const void *W, size_t ws, const void *a, float *y, i
     for (int64_t g = r0 / TB_RP_ROWS; g * TB_RP_ROWS < r1; g++) {
         __m512 o[TB_RP_NT1];
         dot_tq1_0_grp(1, G + g * nb, nb, aa, nsum, o);
-        _mm512_mask_storeu_ps(y + g * TB_RP_ROWS, grp_mask(g, r0, r1), o[0]);
+        _mm512_mask_storeu_ps(y + g * TB_RP_ROWS, tb_grp_mask16(g, r0, r1), o[0]);
     }
     return true;
 }
@@ -418,7 +413,7 @@ static bool gemm_tq1_0_rp(const void *W, size_t ws, const void *A, size_t as, in
             if (ntk == TB_RP_NT1) dot_tq1_0_grp(TB_RP_NT1, G + g * nb, nb, aa, nsum, o);
             else if (ntk == 1) dot_tq1_0_grp(1, G + g * nb, nb, aa, nsum, o);
             else dot_tq1_0_grp(ntk, G + g * nb, nb, aa, nsum, o);
-            const __mmask16 m = grp_mask(g, r0, r1);
+            const __mmask16 m = tb_grp_mask16(g, r0, r1);
             for (int t = 0; t < ntk; t++) _mm512_mask_storeu_ps(Y + (t0 + t) * ldy + g * TB_RP_ROWS, m, o[t]);
         }
     }
