@@ -165,13 +165,13 @@ T512 void tb_att_wsum_avx512(const void *Vt, size_t vs, bool f16, const float *p
 
 /* tb_op_exp on 16 lanes, the same operations in the same order. */
 T512 INLINE __m512 exp16(__m512 x) {
-    const __m512 hi = _mm512_set1_ps(88.72f), lo = _mm512_set1_ps(-87.33f);
-    const __m512 big = _mm512_set1_ps(12582912.0f);
+    const __m512 hi = _mm512_set1_ps(TB_EXP_HI), lo = _mm512_set1_ps(TB_EXP_LO);
+    const __m512 big = _mm512_set1_ps(TB_EXP_BIG);
     __m512 xc = _mm512_mask_mov_ps(x, _mm512_cmp_ps_mask(x, hi, _CMP_GT_OQ), hi);
     xc = _mm512_mask_mov_ps(xc, _mm512_cmp_ps_mask(xc, lo, _CMP_LT_OQ), lo);
-    const __m512 kf = _mm512_sub_ps(_mm512_add_ps(_mm512_mul_ps(xc, _mm512_set1_ps(1.44269504f)), big), big);
-    __m512 r = _mm512_sub_ps(xc, _mm512_mul_ps(kf, _mm512_set1_ps(0.693145752f)));
-    r = _mm512_sub_ps(r, _mm512_mul_ps(kf, _mm512_set1_ps(1.42860677e-06f)));
+    const __m512 kf = _mm512_sub_ps(_mm512_add_ps(_mm512_mul_ps(xc, _mm512_set1_ps(TB_EXP_LOG2E)), big), big);
+    __m512 r = _mm512_sub_ps(xc, _mm512_mul_ps(kf, _mm512_set1_ps(TB_EXP_LN2_HI)));
+    r = _mm512_sub_ps(r, _mm512_mul_ps(kf, _mm512_set1_ps(TB_EXP_LN2_LO)));
     __m512 pp = _mm512_set1_ps(1.0f / 5040.0f);
     pp = _mm512_add_ps(_mm512_mul_ps(pp, r), _mm512_set1_ps(1.0f / 720.0f));
     pp = _mm512_add_ps(_mm512_mul_ps(pp, r), _mm512_set1_ps(1.0f / 120.0f));
@@ -367,13 +367,13 @@ T256 void tb_att_wsum_avx2(const void *Vt, size_t vs, bool f16, const float *p, 
 
 /* tb_op_exp on 8 lanes, the same operations in the same order. */
 T256 INLINE __m256 exp8(__m256 x) {
-    const __m256 hi = _mm256_set1_ps(88.72f), lo = _mm256_set1_ps(-87.33f);
-    const __m256 big = _mm256_set1_ps(12582912.0f);
+    const __m256 hi = _mm256_set1_ps(TB_EXP_HI), lo = _mm256_set1_ps(TB_EXP_LO);
+    const __m256 big = _mm256_set1_ps(TB_EXP_BIG);
     __m256 xc = _mm256_blendv_ps(x, hi, _mm256_cmp_ps(x, hi, _CMP_GT_OQ));
     xc = _mm256_blendv_ps(xc, lo, _mm256_cmp_ps(xc, lo, _CMP_LT_OQ));
-    const __m256 kf = _mm256_sub_ps(_mm256_add_ps(_mm256_mul_ps(xc, _mm256_set1_ps(1.44269504f)), big), big);
-    __m256 r = _mm256_sub_ps(xc, _mm256_mul_ps(kf, _mm256_set1_ps(0.693145752f)));
-    r = _mm256_sub_ps(r, _mm256_mul_ps(kf, _mm256_set1_ps(1.42860677e-06f)));
+    const __m256 kf = _mm256_sub_ps(_mm256_add_ps(_mm256_mul_ps(xc, _mm256_set1_ps(TB_EXP_LOG2E)), big), big);
+    __m256 r = _mm256_sub_ps(xc, _mm256_mul_ps(kf, _mm256_set1_ps(TB_EXP_LN2_HI)));
+    r = _mm256_sub_ps(r, _mm256_mul_ps(kf, _mm256_set1_ps(TB_EXP_LN2_LO)));
     __m256 pp = _mm256_set1_ps(1.0f / 5040.0f);
     pp = _mm256_add_ps(_mm256_mul_ps(pp, r), _mm256_set1_ps(1.0f / 720.0f));
     pp = _mm256_add_ps(_mm256_mul_ps(pp, r), _mm256_set1_ps(1.0f / 120.0f));

@@ -9,8 +9,9 @@
  *   linear.c     fused passes: parallel prologue (norm / SwiGLU /
  *                quantization), barrier, matvec/gemm rows through the
  *                kernel table split over the pool, residual-add epilogue
- *   attention.c  KV cache (K rows, V transposed), q/k norm + rope,
- *                attention of each kv-head group through kernel gemms
+ *   attention.c  KV cache (K and V transposed per kv head), q/k norm +
+ *                rope, attention of each kv-head group (kernels:
+ *                attention_x86.c, portable C in attention.c)
  *   moe.c        router (softmax top-k) and the expert MLPs
  *   forward.c    one chunk of tokens through all layers
  *   session.c    tb_session_*: KV cache, scratch, logits
@@ -106,13 +107,20 @@ static inline float tb_op_sel(bool c, float a, float b) {
  * degree-7 Taylor polynomial, 2^k added into the exponent bits. Relative
  * error <= 1.1e-7 on [-87, 88.5] (tests/model/test_ops.c); x > 88.72: +inf;
  * x < -87.33: 0 (no subnormals); NaN stays NaN. */
+/* tb_op_exp's constants, shared with its vector twins (attention_x86.c)
+ * so that they stay bit-identical. */
+#define TB_EXP_HI 88.72f                  /* above: +inf                    */
+#define TB_EXP_LO (-87.33f)               /* below: 0                       */
+#define TB_EXP_BIG 12582912.0f            /* 1.5 * 2^23: round to int       */
+#define TB_EXP_LOG2E 1.44269504f
+#define TB_EXP_LN2_HI 0.693145752f        /* ln2 hi: k * hi exact           */
+#define TB_EXP_LN2_LO 1.42860677e-06f     /* ln2 lo                         */
 static inline float tb_op_exp(float x) {
-    const float big = 12582912.0f;                     /* 1.5 * 2^23: round to int */
-    float xc = tb_op_sel(x > 88.72f, 88.72f, x);
-    xc = tb_op_sel(xc < -87.33f, -87.33f, xc);
-    const float kf = (xc * 1.44269504f + big) - big;   /* round(x / ln2) */
-    float r = xc - kf * 0.693145752f;                  /* ln2 hi: exact product */
-    r = r - kf * 1.42860677e-06f;                      /* ln2 lo */
+    float xc = tb_op_sel(x > TB_EXP_HI, TB_EXP_HI, x);
+    xc = tb_op_sel(xc < TB_EXP_LO, TB_EXP_LO, xc);
+    const float kf = (xc * TB_EXP_LOG2E + TB_EXP_BIG) - TB_EXP_BIG;   /* round(x / ln2) */
+    float r = xc - kf * TB_EXP_LN2_HI;
+    r = r - kf * TB_EXP_LN2_LO;
     float p = 1.0f / 5040.0f;
     p = p * r + 1.0f / 720.0f;
     p = p * r + 1.0f / 120.0f;
@@ -123,8 +131,8 @@ static inline float tb_op_exp(float x) {
     p = p * r + 1.0f;
     union { float f; uint32_t u; } e = {.f = p};
     e.u += (uint32_t)(int32_t)kf << 23;
-    float v = tb_op_sel(x > 88.72f, __builtin_inff(), e.f);
-    v = tb_op_sel(x < -87.33f, 0.0f, v);
+    float v = tb_op_sel(x > TB_EXP_HI, __builtin_inff(), e.f);
+    v = tb_op_sel(x < TB_EXP_LO, 0.0f, v);
     return tb_op_sel(x != x, x, v);
 }
 /* f32 -> f16 bits, round to nearest even, bit-identical to
