@@ -28,17 +28,30 @@ TB_INLINE float load1_w(const void *w, int64_t j, int kind) {
 }
 
 TB_INLINE void dot_fx(int nt, int64_t n, float *s, const void *w, const void *const *a, int kind) {
-    __m256 acc[2][TB_NT];
-    for (int t = 0; t < nt; t++) acc[0][t] = acc[1][t] = _mm256_setzero_ps();
+    /* Steps alternate between acc0 and acc1; the loop is unrolled by two so
+     * both stay in registers (a runtime acc[step & 1] index spills them to
+     * the stack and chains every FMA through store forwarding). */
+    __m256 acc0[TB_NT], acc1[TB_NT];
+    for (int t = 0; t < nt; t++) acc0[t] = acc1[t] = _mm256_setzero_ps();
     int64_t j = 0;
-    for (; j + 8 <= n; j += 8) {
-        __m256 wv = load8_w(w, j, kind);
+    for (; j + 16 <= n; j += 16) {
+        const __m256 w0 = load8_w(w, j, kind), w1 = load8_w(w, j + 8, kind);
+        TB_UNROLL
+        for (int t = 0; t < nt; t++) {
+            const float *x = (const float *)a[t] + j;
+            acc0[t] = _mm256_fmadd_ps(w0, _mm256_loadu_ps(x), acc0[t]);
+            acc1[t] = _mm256_fmadd_ps(w1, _mm256_loadu_ps(x + 8), acc1[t]);
+        }
+    }
+    if (j + 8 <= n) {
+        const __m256 w0 = load8_w(w, j, kind);
+        TB_UNROLL
         for (int t = 0; t < nt; t++)
-            acc[(j >> 3) & 1][t] = _mm256_fmadd_ps(wv, _mm256_loadu_ps((const float *)a[t] + j),
-                                                   acc[(j >> 3) & 1][t]);
+            acc0[t] = _mm256_fmadd_ps(w0, _mm256_loadu_ps((const float *)a[t] + j), acc0[t]);
+        j += 8;
     }
     for (int t = 0; t < nt; t++) {
-        float r = hsum_ps256(_mm256_add_ps(acc[0][t], acc[1][t]));
+        float r = hsum_ps256(_mm256_add_ps(acc0[t], acc1[t]));
         for (int64_t k = j; k < n; k++) r += load1_w(w, k, kind) * ((const float *)a[t])[k];
         s[t] = r;
     }
@@ -58,27 +71,42 @@ TB_INLINE __m512 load16_w(const void *w, int64_t j, int kind, __mmask16 m) {
     return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
 }
 
-/* Same contract as dot_fx; two accumulators (steps alternate), the tail of
- * n % 16 elements goes through masked loads into the next accumulator. */
+/* Same contract as dot_fx; two accumulators (steps alternate, unrolled by
+ * two to keep them in registers), the tail of n % 16 elements goes through
+ * masked loads into the accumulator whose turn it is. */
 TB_INLINE void dot_fx512(int nt, int64_t n, float *s, const void *w, const void *const *a, int kind) {
-    __m512 acc[2][TB_NT];
-    for (int t = 0; t < nt; t++) acc[0][t] = acc[1][t] = _mm512_setzero_ps();
+    __m512 acc0[TB_NT], acc1[TB_NT];
+    for (int t = 0; t < nt; t++) acc0[t] = acc1[t] = _mm512_setzero_ps();
     int64_t j = 0;
-    for (; j + 16 <= n; j += 16) {
-        __m512 wv = load16_w(w, j, kind, 0xFFFF);
+    for (; j + 32 <= n; j += 32) {
+        const __m512 w0 = load16_w(w, j, kind, 0xFFFF), w1 = load16_w(w, j + 16, kind, 0xFFFF);
+        TB_UNROLL
+        for (int t = 0; t < nt; t++) {
+            const float *x = (const float *)a[t] + j;
+            acc0[t] = _mm512_fmadd_ps(w0, _mm512_loadu_ps(x), acc0[t]);
+            acc1[t] = _mm512_fmadd_ps(w1, _mm512_loadu_ps(x + 16), acc1[t]);
+        }
+    }
+    bool odd = false;   /* the next step goes to acc1 */
+    if (j + 16 <= n) {
+        const __m512 w0 = load16_w(w, j, kind, 0xFFFF);
         TB_UNROLL
         for (int t = 0; t < nt; t++)
-            acc[(j >> 4) & 1][t] = _mm512_fmadd_ps(wv, _mm512_loadu_ps((const float *)a[t] + j),
-                                                   acc[(j >> 4) & 1][t]);
+            acc0[t] = _mm512_fmadd_ps(w0, _mm512_loadu_ps((const float *)a[t] + j), acc0[t]);
+        j += 16;
+        odd = true;
     }
     if (j < n) {
         const __mmask16 m = (__mmask16)((1u << (n - j)) - 1);
-        __m512 wv = load16_w(w, j, kind, m);
-        for (int t = 0; t < nt; t++)
-            acc[(j >> 4) & 1][t] = _mm512_fmadd_ps(wv, _mm512_maskz_loadu_ps(m, (const float *)a[t] + j),
-                                                   acc[(j >> 4) & 1][t]);
+        const __m512 wv = load16_w(w, j, kind, m);
+        TB_UNROLL
+        for (int t = 0; t < nt; t++) {
+            const __m512 p = _mm512_maskz_loadu_ps(m, (const float *)a[t] + j);
+            if (odd) acc1[t] = _mm512_fmadd_ps(wv, p, acc1[t]);
+            else acc0[t] = _mm512_fmadd_ps(wv, p, acc0[t]);
+        }
     }
-    for (int t = 0; t < nt; t++) s[t] = _mm512_reduce_add_ps(_mm512_add_ps(acc[0][t], acc[1][t]));
+    for (int t = 0; t < nt; t++) s[t] = _mm512_reduce_add_ps(_mm512_add_ps(acc0[t], acc1[t]));
 }
 #endif
 

@@ -22,25 +22,30 @@ TB_INLINE void dot_tq2_0(int nt, int64_t n, float *s, const void *w, const void 
     __m256 acc[2][TB_NT];
     for (int t = 0; t < nt; t++) acc[0][t] = acc[1][t] = _mm256_setzero_ps();
     const __m256i m3 = _mm256_set1_epi8(3);
-    for (int64_t i = 0; i < nb; i++) {
-        __m256i q0 = loadu256(x[i].qs), q1 = loadu256(x[i].qs + 32);
-        float dx = fp16_f32(x[i].d);
-        __m256i h[TB_NT];  /* (16) i16 partial sums per token */
-        for (int t = 0; t < nt; t++) h[t] = _mm256_setzero_si256();
-        for (int l = 0; l < 4; l++) {
-            __m256i c0 = _mm256_and_si256(_mm256_srli_epi16(q0, 2 * l), m3);
-            __m256i c1 = _mm256_and_si256(_mm256_srli_epi16(q1, 2 * l), m3);
+    for (int64_t i0 = 0; i0 < nb; i0 += 2) {
+        TB_UNROLL   /* blocks alternate acc[0]/acc[1]; unrolled, acc stays in registers */
+        for (int u = 0; u < 2; u++) {
+            const int64_t i = i0 + u;
+            if (i >= nb) break;
+            __m256i q0 = loadu256(x[i].qs), q1 = loadu256(x[i].qs + 32);
+            float dx = fp16_f32(x[i].d);
+            __m256i h[TB_NT];  /* (16) i16 partial sums per token */
+            for (int t = 0; t < nt; t++) h[t] = _mm256_setzero_si256();
+            for (int l = 0; l < 4; l++) {
+                __m256i c0 = _mm256_and_si256(_mm256_srli_epi16(q0, 2 * l), m3);
+                __m256i c1 = _mm256_and_si256(_mm256_srli_epi16(q1, 2 * l), m3);
+                for (int t = 0; t < nt; t++) {
+                    const block_q8_K *y = (const block_q8_K *)a[t] + i;
+                    h[t] = _mm256_add_epi16(h[t], _mm256_maddubs_epi16(c0, loadu256(y->qs + 32 * l)));
+                    h[t] = _mm256_add_epi16(h[t], _mm256_maddubs_epi16(c1, loadu256(y->qs + 128 + 32 * l)));
+                }
+            }
             for (int t = 0; t < nt; t++) {
                 const block_q8_K *y = (const block_q8_K *)a[t] + i;
-                h[t] = _mm256_add_epi16(h[t], _mm256_maddubs_epi16(c0, loadu256(y->qs + 32 * l)));
-                h[t] = _mm256_add_epi16(h[t], _mm256_maddubs_epi16(c1, loadu256(y->qs + 128 + 32 * l)));
+                const __m256i one = _mm256_set1_epi16(1);
+                __m256i p = _mm256_sub_epi32(_mm256_madd_epi16(h[t], one), _mm256_madd_epi16(loadu256(y->bsums), one));
+                acc[u][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_set1_ps(dx * y->d), acc[u][t]);
             }
-        }
-        for (int t = 0; t < nt; t++) {
-            const block_q8_K *y = (const block_q8_K *)a[t] + i;
-            const __m256i one = _mm256_set1_epi16(1);
-            __m256i p = _mm256_sub_epi32(_mm256_madd_epi16(h[t], one), _mm256_madd_epi16(loadu256(y->bsums), one));
-            acc[i & 1][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_set1_ps(dx * y->d), acc[i & 1][t]);
         }
     }
     (void)vnni;
@@ -439,44 +444,49 @@ TB_INLINE void dot_tq1_0(int nt, int64_t n, float *s, const void *w, const void 
     const block_tq1_0 *x = w;
     __m256 acc[2][TB_NT];
     for (int t = 0; t < nt; t++) acc[0][t] = acc[1][t] = _mm256_setzero_ps();
-    for (int64_t i = 0; i < nb; i++) {
-        /* codes c[k] (32 bytes) pair with activation bytes at off[k] */
-        __m256i c[8];
-        __m256i q = loadu256(x[i].qs);                /* elements 0..159: byte m, trit l -> 32l + m */
-        for (int l = 0; l < 5; l++) { c[l] = trit256(q); q = mul3_256(q); }
-        __m128i r = _mm_loadu_si128((const __m128i *)(x[i].qs + 32));  /* 160..239: 160 + 16l + m */
-        __m256i r2 = _mm256_set_m128i(r, r);
-        __m256i r3 = mul3_256(r2);
-        r2 = _mm256_blend_epi32(r2, r3, 0xF0);        /* [r | 3r]   -> l = 0, 1 */
-        c[5] = trit256(r2);
-        r2 = mul3_256(mul3_256(r2));                  /* [9r | 27r] -> l = 2, 3 */
-        c[6] = trit256(r2);
-        uint32_t qh;
-        memcpy(&qh, x[i].qh, 4);
-        __m128i h = _mm_set1_epi32((int)qh);          /* 240..255: 240 + 4l + j */
-        __m128i h3 = _mm_add_epi8(_mm_add_epi8(h, h), h);
-        __m128i h9 = _mm_add_epi8(_mm_add_epi8(h3, h3), h3);
-        __m128i h27 = _mm_add_epi8(_mm_add_epi8(h9, h9), h9);
-        h = _mm_blend_epi32(_mm_blend_epi32(_mm_blend_epi32(h, h3, 2), h9, 4), h27, 8);
-        __m256i r81 = mul3_256(mul3_256(r2));         /* [81r | 243r]: low half is l = 4 */
-        c[7] = trit256(_mm256_set_m128i(h, _mm256_castsi256_si128(r81)));
-        static const int off[8] = {0, 32, 64, 96, 128, 160, 192, 224};
-        float dx = fp16_f32(x[i].d);
-        for (int t = 0; t < nt; t++) {
-            const block_q8_K *y = (const block_q8_K *)a[t] + i;
-            const __m256i one = _mm256_set1_epi16(1);
-            __m256i p;
-            if (vnni) {
-                p = _mm256_setzero_si256();
-                for (int k = 0; k < 8; k++) p = dot_u8s8_256(p, c[k], loadu256(y->qs + off[k]), true);
-            } else {
-                __m256i hs = _mm256_maddubs_epi16(c[0], loadu256(y->qs));
-                for (int k = 1; k < 8; k++)
-                    hs = _mm256_add_epi16(hs, _mm256_maddubs_epi16(c[k], loadu256(y->qs + off[k])));
-                p = _mm256_madd_epi16(hs, one);
+    for (int64_t i0 = 0; i0 < nb; i0 += 2) {
+        TB_UNROLL   /* blocks alternate acc[0]/acc[1]; unrolled, acc stays in registers */
+        for (int u = 0; u < 2; u++) {
+            const int64_t i = i0 + u;
+            if (i >= nb) break;
+            /* codes c[k] (32 bytes) pair with activation bytes at off[k] */
+            __m256i c[8];
+            __m256i q = loadu256(x[i].qs);                /* elements 0..159: byte m, trit l -> 32l + m */
+            for (int l = 0; l < 5; l++) { c[l] = trit256(q); q = mul3_256(q); }
+            __m128i r = _mm_loadu_si128((const __m128i *)(x[i].qs + 32));  /* 160..239: 160 + 16l + m */
+            __m256i r2 = _mm256_set_m128i(r, r);
+            __m256i r3 = mul3_256(r2);
+            r2 = _mm256_blend_epi32(r2, r3, 0xF0);        /* [r | 3r]   -> l = 0, 1 */
+            c[5] = trit256(r2);
+            r2 = mul3_256(mul3_256(r2));                  /* [9r | 27r] -> l = 2, 3 */
+            c[6] = trit256(r2);
+            uint32_t qh;
+            memcpy(&qh, x[i].qh, 4);
+            __m128i h = _mm_set1_epi32((int)qh);          /* 240..255: 240 + 4l + j */
+            __m128i h3 = _mm_add_epi8(_mm_add_epi8(h, h), h);
+            __m128i h9 = _mm_add_epi8(_mm_add_epi8(h3, h3), h3);
+            __m128i h27 = _mm_add_epi8(_mm_add_epi8(h9, h9), h9);
+            h = _mm_blend_epi32(_mm_blend_epi32(_mm_blend_epi32(h, h3, 2), h9, 4), h27, 8);
+            __m256i r81 = mul3_256(mul3_256(r2));         /* [81r | 243r]: low half is l = 4 */
+            c[7] = trit256(_mm256_set_m128i(h, _mm256_castsi256_si128(r81)));
+            static const int off[8] = {0, 32, 64, 96, 128, 160, 192, 224};
+            float dx = fp16_f32(x[i].d);
+            for (int t = 0; t < nt; t++) {
+                const block_q8_K *y = (const block_q8_K *)a[t] + i;
+                const __m256i one = _mm256_set1_epi16(1);
+                __m256i p;
+                if (vnni) {
+                    p = _mm256_setzero_si256();
+                    for (int k = 0; k < 8; k++) p = dot_u8s8_256(p, c[k], loadu256(y->qs + off[k]), true);
+                } else {
+                    __m256i hs = _mm256_maddubs_epi16(c[0], loadu256(y->qs));
+                    for (int k = 1; k < 8; k++)
+                        hs = _mm256_add_epi16(hs, _mm256_maddubs_epi16(c[k], loadu256(y->qs + off[k])));
+                    p = _mm256_madd_epi16(hs, one);
+                }
+                p = _mm256_sub_epi32(p, _mm256_madd_epi16(loadu256(y->bsums), one));
+                acc[u][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_set1_ps(dx * y->d), acc[u][t]);
             }
-            p = _mm256_sub_epi32(p, _mm256_madd_epi16(loadu256(y->bsums), one));
-            acc[i & 1][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_set1_ps(dx * y->d), acc[i & 1][t]);
         }
     }
     for (int t = 0; t < nt; t++) s[t] = hsum_ps256(_mm256_add_ps(acc[0][t], acc[1][t]));
