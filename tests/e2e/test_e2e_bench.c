@@ -1,0 +1,86 @@
+/*
+ * test_e2e_bench.c — the output contract of `ternbench bench`, the quick
+ * llama-bench equivalent that scripts and CI read: one JSON object per test
+ * with the fields the issue names, and numbers that agree with each other
+ * (achieved GB/s = tok/s x bytes/token; the roofline median lies within its
+ * per-rep range; every rep was bracketed by probes, so the bandwidth behind
+ * the median is positive). Values are not timed against anything: only
+ * their consistency is checked.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include "e2e.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The number after "key": in the JSON object starting at obj (one line);
+ * fails the test when absent. */
+static double num(const char *obj, const char *key) {
+    char pat[64];
+    snprintf(pat, sizeof pat, "\"%s\": ", key);
+    const char *eol = strchr(obj, '\n'), *p = strstr(obj, pat);
+    if (!p || (eol && p > eol)) fail_msg("bench --json: no \"%s\" in %.200s", key, obj);
+    char *end;
+    double v = strtod(p + strlen(pat), &end);
+    if (end == p + strlen(pat)) fail_msg("bench --json: \"%s\" is not a number in %.200s", key, obj);
+    return v;
+}
+
+static void check_test(const char *obj, const char *name, int reps) {
+    char want[48];
+    snprintf(want, sizeof want, "{\"test\": \"%s\",", name);
+    if (strncmp(obj, want, strlen(want))) fail_msg("bench --json: expected %s, got %.80s", want, obj);
+    const double tps = num(obj, "tokens_per_s"), bpt = num(obj, "bytes_per_token");
+    const double gbps = num(obj, "achieved_gbps"), pct = num(obj, "roofline_pct");
+    const double lo = num(obj, "roofline_pct_min"), hi = num(obj, "roofline_pct_max");
+    assert_true(tps > 0 && bpt > 0 && num(obj, "stddev") >= 0);
+    assert_true(fabs(gbps - tps * bpt / 1e9) <= 1e-3 * gbps + 1e-3);
+    assert_true(num(obj, "bandwidth_gbps") > 0);
+    assert_true(num(obj, "bandwidth_before_gbps") > 0 && num(obj, "bandwidth_after_gbps") > 0);
+    assert_true(lo > 0 && lo <= pct + 1e-2 && pct <= hi + 1e-2);
+    assert_int_equal((int)num(obj, "reps"), reps);
+}
+
+static void test_bench_json(void **state) {
+    (void)state;
+    e2e_res_t r;
+    E2E_RUN(&r, E2E_NO_LIMIT, "model", "synth", "--preset", "llama-tiny", "--type", "tq2_0", "--out", "m.gguf",
+            "--quiet");
+    if (r.status != 0) fail_msg("model synth: exit %d: %s", r.status, r.err);
+    e2e_res_free(&r);
+    E2E_RUN(&r, E2E_NO_LIMIT, "bench", "-m", "m.gguf", "-p", "8", "-n", "4", "-r", "3", "-t", "1", "--json");
+    e2e_assert_clean(&r, "bench --json");
+    if (r.status != 0) fail_msg("bench --json: exit %d: %s", r.status, r.err);
+    const char *pp = r.out, *tg = strchr(r.out, '\n');
+    if (!tg) fail_msg("bench --json: one line only: %s", r.out);
+    tg++;
+    check_test(pp, "pp8", 3);
+    check_test(tg, "tg4", 3);
+    if (strchr(tg, '\n')[1] != '\0') fail_msg("bench --json: more than two objects: %s", r.out);
+    e2e_res_free(&r);
+
+    /* the table form states the bracketing and prints the per-rep range */
+    E2E_RUN(&r, E2E_NO_LIMIT, "bench", "-m", "m.gguf", "-p", "0", "-n", "4", "-r", "2", "-t", "1");
+    e2e_assert_clean(&r, "bench");
+    if (r.status != 0) fail_msg("bench: exit %d: %s", r.status, r.err);
+    if (!strstr(r.out, "just before and just after") || !strstr(r.out, "range") || !strstr(r.out, "tg4 "))
+        fail_msg("bench: unexpected table: %s", r.out);
+    if (strstr(r.out, "pp")) fail_msg("bench -p 0 still ran a prefill test: %s", r.out);
+    e2e_res_free(&r);
+}
+
+int main(int argc, char **argv) {
+    if (e2e_init(argc, argv, "bench") != 0) return 1;
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_bench_json),
+    };
+    int failed = cmocka_run_group_tests(tests, NULL, NULL);
+    e2e_cleanup();
+    return failed;
+}
