@@ -12,6 +12,7 @@
 #include "kernels/x86_kquant.h"
 #include "kernels/x86_q4_0_rp.h"
 #include "kernels/x86_q4_K_rp.h"
+#include "kernels/x86_q8_0_rp.h"
 #include "kernels/x86_ternary.h"
 
 #define DOT_Q8_0(nt, n, s, w, a) dot_q_0(nt, n, s, w, a, false, false)
@@ -43,6 +44,7 @@ TB_X86_KERNELS(bf16, DOT_BF16)
 TB_RP_WITH_FALLBACK(tq2_0_vnni_rp, tq2_0_rp, tq2_0_vnni)   /* x86_ternary.h */
 TB_RP_WITH_FALLBACK(tq1_0_vnni_rp, tq1_0_rp, tq1_0_vnni)
 TB_RP_WITH_FALLBACK(q4_0_512_rp, q4_0_rp, q4_0_512)       /* x86_q4_0_rp.h */
+TB_RP_WITH_FALLBACK(q8_0_512_rp, q8_0_rp, q8_0_512)       /* x86_q8_0_rp.h */
 TB_X86_KERNELS(q4_K_vnni, DOT_Q4_K_VNNI)
 TB_RP_WITH_FALLBACK(q4_K_vnni_rp, q4_K_rp, q4_K_vnni)     /* x86_q4_K_rp.h */
 TB_X86_KERNELS(q6_K_vnni, DOT_Q6_K_VNNI)
@@ -66,6 +68,10 @@ void tb_kernels_fill_avx512(tb_kernels_t *k) {
     if (tb_cpu.avx512vnni) {
         k->features = "avx512f,avx512bw,avx512vl,avx512dq,avx512vnni";
         TB_X86_SET(k, TB_TYPE_Q8_0, q8_0_512, NULL);   /* x86_int512.h */
+        k->t[TB_TYPE_Q8_0].matvec = matvec_q8_0_512_rp;
+        k->t[TB_TYPE_Q8_0].gemm = gemm_q8_0_512_rp;
+        k->t[TB_TYPE_Q8_0].repack = repack_q8_0;
+        k->t[TB_TYPE_Q8_0].repack_rows = TB_Q8RP_ROWS;
         TB_X86_SET(k, TB_TYPE_Q4_0, q4_0_512, NULL);
         k->t[TB_TYPE_Q4_0].matvec = matvec_q4_0_512_rp;
         k->t[TB_TYPE_Q4_0].gemm = gemm_q4_0_512_rp;

@@ -1,0 +1,213 @@
+/*
+ * x86_q8_0_rp.h — Q8_0 x Q8_0 on a load-time repacked copy of the weights
+ * (AVX-512 VNNI tier): 16 rows interleaved per 32-element block.
+ *
+ * Included by tier_avx512.c after x86_common.h. Follows the repacked Q4_0
+ * path (x86_q4_0_rp.h): each int32 lane of a ZMM is one weight row, so one
+ * vpdpbusd with a broadcast activation dword accumulates 4 elements of 16
+ * rows, and the per-block float work (convert, scale, FMA) is shared by 16
+ * rows. The file-layout kernel (x86_int512.h) instead loads 192 bytes of
+ * prepared activation per 68 bytes of one row's weights; here a block of
+ * 16 rows (544 bytes) takes 8 broadcast dwords and one 8-byte prep entry.
+ *
+ * Signs: vpdpbusd multiplies unsigned by signed bytes. The copy stores each
+ * code as w ^ 0x80 = w + 128 (unsigned), the activation stays signed, and
+ * the accumulator starts at -128 * sum(activation block) (the prep), so the
+ * (row, block) integer dot is exactly sum(w * a), as in the _ref.
+ *
+ * Determinism contract (x86_common.h): one dot_q8_0_grp(nt) body serves
+ * matvec (nt = 1) and gemm (nt = 1..TB_Q8RP_NT). A (row, block, token)
+ * integer dot is exact whatever the accumulation order, and the float steps
+ * (convert, d_w * d_a, one FMA per block in block order, one chain per
+ * token) are the same for any nt, so gemm == matvec bit for bit.
+ */
+#ifndef TB_X86_Q8_0_RP_H
+#define TB_X86_Q8_0_RP_H
+
+#include "kernels/x86_common.h"
+
+#if defined(__AVX512VNNI__)
+
+#define TB_Q8RP_ROWS 16
+static_assert(TB_Q8RP_ROWS == 16, "store masks are tb_grp_mask16 (x86_common.h)");
+#define TB_Q8RP_MAXNB 1024   /* longer rows (n > 32768) use the file layout */
+#ifndef TB_Q8RP_NT
+#define TB_Q8RP_NT 8         /* tokens per gemm pass over a group          */
+#endif
+
+/* One group of 16 rows, one block: 544 bytes = 16 file blocks, so the copy
+ * is exactly as large as the file rows (padded to a multiple of 16 rows):
+ *   [0 .. 511]     8 chunks c of 64 bytes: lane k (bytes 4k..4k+3) holds
+ *                  qs[4c..4c+3] of row k, each byte xor 0x80 (a 16 x 4
+ *                  dword transpose of the codes, made unsigned)
+ *   [512 .. 543]   d of rows 0..15 (fp16)
+ * Groups are stored (group, block): a group's blocks are one contiguous
+ * stream. The activation for chunk c is the dword at qs + 4c, broadcast. */
+typedef struct {
+    uint8_t q[8][64];
+    tb_fp16_t d[TB_Q8RP_ROWS];
+} q8_0_grp;
+static_assert(sizeof(q8_0_grp) == TB_Q8RP_ROWS * sizeof(block_q8_0), "q8_0_grp size");
+
+/* Repack `rows` rows of W (file layout, stride ws, n columns) into 16-row
+ * groups; missing rows of the last group are codes 0x80 (w = 0) with d = 0
+ * (their lanes compute 0 and are never stored). Each row is read once in
+ * order; its group's blocks (544 nb bytes) are the only bytes written
+ * meanwhile. */
+static void repack_q8_0(const void *W, size_t ws, int64_t rows, int64_t n, void *out) {
+    const int64_t nb = n / QK8_0, ng = (rows + TB_Q8RP_ROWS - 1) / TB_Q8RP_ROWS;
+    for (int64_t g = 0; g < ng; g++) {
+        q8_0_grp *og = (q8_0_grp *)out + g * nb;   // (nb) group blocks
+        const int kn = (int)TB_MIN(TB_Q8RP_ROWS, rows - g * TB_Q8RP_ROWS);
+        if (kn < TB_Q8RP_ROWS)   /* full groups: every byte is written below */
+            for (int64_t i = 0; i < nb; i++) {
+                memset(og[i].q, 0x80, sizeof og[i].q);
+                memset(og[i].d, 0, sizeof og[i].d);
+            }
+        for (int k = 0; k < kn; k++) {
+            const block_q8_0 *x = (const block_q8_0 *)((const uint8_t *)W + (size_t)(g * TB_Q8RP_ROWS + k) * ws);   // (nb)
+            for (int64_t i = 0; i < nb; i++) {
+                uint32_t v[8];
+                memcpy(v, x[i].qs, sizeof v);
+                for (int c = 0; c < 8; c++) {
+                    const uint32_t u = v[c] ^ 0x80808080u;
+                    memcpy(&og[i].q[c][4 * k], &u, 4);
+                }
+                og[i].d[k] = x[i].d;
+            }
+        }
+    }
+}
+
+/* ---------------------------------------------------------------------- */
+/* Activation prep: per Q8_0 block, -128 * sum(qs) and d as f32             */
+/* ---------------------------------------------------------------------- */
+
+typedef struct {
+    int32_t nsum;   /* -128 * sum of the block's 32 codes (the +128 offset) */
+    float d;        /* the block's scale                                     */
+} q8rp_act_t;
+
+/* p[i] for the nb blocks of one Q8_0 activation row a. */
+TB_INLINE void prep_q8_0_rp(const block_q8_0 *a, int64_t nb, q8rp_act_t *p) {
+    const __m256i one = _mm256_set1_epi8(1);
+    for (int64_t i = 0; i < nb; i++) {
+        __m256i s = _mm256_dpbusd_epi32(_mm256_setzero_si256(), one, loadu256(a[i].qs));   // (8) i32
+        __m128i h = _mm_add_epi32(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
+        h = _mm_add_epi32(h, _mm_shuffle_epi32(h, 0x4E));
+        h = _mm_add_epi32(h, _mm_shuffle_epi32(h, 0xB1));
+        p[i].nsum = -128 * _mm_cvtsi128_si32(h);   /* |sum| <= 4096: no overflow */
+        p[i].d = fp16_f32(a[i].d);
+    }
+}
+
+TB_INLINE __m512i q8rp_bcast(const int8_t *p) {
+    int32_t v;
+    memcpy(&v, p, 4);
+    return _mm512_set1_epi32(v);
+}
+
+/* ---------------------------------------------------------------------- */
+/* One group times nt tokens                                                */
+/* ---------------------------------------------------------------------- */
+
+/* One group of 16 rows (nb blocks at G) times nt activations a[t] (pa[t]
+ * their prep): out[t] = the 16 rows' results for token t. nt == 1 splits
+ * the 8 chunks over two integer chains; nt > 1 loads each chunk once and
+ * shares it across the tokens. */
+TB_INLINE void dot_q8_0_grp(int nt, const q8_0_grp *G, int64_t nb, const block_q8_0 *const *a,
+                            const q8rp_act_t *const *pa, __m512 *out) {
+    __m512 acc[TB_Q8RP_NT];   /* all set: a runtime nt would trip -Wmaybe-uninitialized */
+    TB_UNROLL
+    for (int t = 0; t < TB_Q8RP_NT; t++) acc[t] = _mm512_setzero_ps();
+    for (int64_t i = 0; i < nb; i++) {
+        const q8_0_grp *x = &G[i];
+        __m512i p[TB_Q8RP_NT];   /* (16) i32 per token; all set, as acc */
+        TB_UNROLL
+        for (int t = 0; t < TB_Q8RP_NT; t++) p[t] = _mm512_setzero_si512();
+        if (nt == 1) {
+            const int8_t *y = a[0][i].qs;
+            __m512i p0 = _mm512_set1_epi32(pa[0][i].nsum), p1 = _mm512_setzero_si512();
+            TB_UNROLL
+            for (int c = 0; c < 8; c += 2) {
+                p0 = _mm512_dpbusd_epi32(p0, _mm512_loadu_si512(x->q[c]), q8rp_bcast(y + 4 * c));
+                p1 = _mm512_dpbusd_epi32(p1, _mm512_loadu_si512(x->q[c + 1]), q8rp_bcast(y + 4 * c + 4));
+            }
+            p[0] = _mm512_add_epi32(p0, p1);
+        } else {
+            TB_UNROLL
+            for (int t = 0; t < nt; t++) p[t] = _mm512_set1_epi32(pa[t][i].nsum);
+            TB_UNROLL
+            for (int c = 0; c < 8; c++) {
+                const __m512i q = _mm512_loadu_si512(x->q[c]);
+                TB_UNROLL
+                for (int t = 0; t < nt; t++) p[t] = _mm512_dpbusd_epi32(p[t], q, q8rp_bcast(a[t][i].qs + 4 * c));
+            }
+        }
+        const __m512 dx = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)x->d));   /* (16) */
+        TB_UNROLL
+        for (int t = 0; t < nt; t++)
+            acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p[t]), _mm512_mul_ps(dx, _mm512_set1_ps(pa[t][i].d)), acc[t]);
+    }
+    TB_UNROLL
+    for (int t = 0; t < nt; t++) out[t] = acc[t];
+}
+
+/* ---------------------------------------------------------------------- */
+/* matvec / gemm                                                            */
+/* ---------------------------------------------------------------------- */
+
+/* y[r] = W[r]·a for r in [r0, r1) on the repacked copy of W; false when W
+ * has none or its rows are too long (the caller runs the file layout). */
+static bool matvec_q8_0_rp(const void *W, size_t ws, const void *a, float *y, int64_t r0, int64_t r1,
+                           int64_t n) {
+    const int64_t nb = n / QK8_0;
+    if (r0 >= r1) return true;
+    if (nb > TB_Q8RP_MAXNB) return false;
+    const q8_0_grp *G = tb_repack_lookup(W, ws, TB_ISA_AVX512, TB_TYPE_Q8_0);
+    if (!G) return false;
+    q8rp_act_t pa0[TB_Q8RP_MAXNB];   // (nb) 8 KiB
+    const block_q8_0 *aa[1] = {a};
+    const q8rp_act_t *pa[1] = {pa0};
+    prep_q8_0_rp(a, nb, pa0);
+    for (int64_t g = r0 / TB_Q8RP_ROWS; g * TB_Q8RP_ROWS < r1; g++) {
+        __m512 o[TB_Q8RP_NT];
+        dot_q8_0_grp(1, G + g * nb, nb, aa, pa, o);
+        _mm512_mask_storeu_ps(y + g * TB_Q8RP_ROWS, tb_grp_mask16(g, r0, r1), o[0]);
+    }
+    return true;
+}
+
+/* Y[t * ldy + r] = W[r]·A[t] on the repacked copy: TB_Q8RP_NT tokens per
+ * pass over the rows [r0, r1); false as matvec_q8_0_rp. */
+static bool gemm_q8_0_rp(const void *W, size_t ws, const void *A, size_t as, int64_t nt, float *Y,
+                         int64_t ldy, int64_t r0, int64_t r1, int64_t n) {
+    const int64_t nb = n / QK8_0;
+    if (r0 >= r1) return true;
+    if (nb > TB_Q8RP_MAXNB) return false;
+    const q8_0_grp *G = tb_repack_lookup(W, ws, TB_ISA_AVX512, TB_TYPE_Q8_0);
+    if (!G) return false;
+    q8rp_act_t prep[TB_Q8RP_NT][TB_Q8RP_MAXNB];   // (TB_Q8RP_NT, nb) 64 KiB of stack
+    for (int64_t t0 = 0; t0 < nt; t0 += TB_Q8RP_NT) {
+        const int ntk = (int)TB_MIN(TB_Q8RP_NT, nt - t0);
+        const block_q8_0 *aa[TB_Q8RP_NT];
+        const q8rp_act_t *pa[TB_Q8RP_NT];
+        for (int t = 0; t < ntk; t++) {
+            aa[t] = (const block_q8_0 *)((const uint8_t *)A + (size_t)(t0 + t) * as);
+            prep_q8_0_rp(aa[t], nb, prep[t]);
+            pa[t] = prep[t];
+        }
+        for (int64_t g = r0 / TB_Q8RP_ROWS; g * TB_Q8RP_ROWS < r1; g++) {
+            __m512 o[TB_Q8RP_NT];
+            if (ntk == TB_Q8RP_NT) dot_q8_0_grp(TB_Q8RP_NT, G + g * nb, nb, aa, pa, o);
+            else if (ntk == 1) dot_q8_0_grp(1, G + g * nb, nb, aa, pa, o);
+            else dot_q8_0_grp(ntk, G + g * nb, nb, aa, pa, o);
+            const __mmask16 m = tb_grp_mask16(g, r0, r1);
+            for (int t = 0; t < ntk; t++) _mm512_mask_storeu_ps(Y + (t0 + t) * ldy + g * TB_Q8RP_ROWS, m, o[t]);
+        }
+    }
+    return true;
+}
+
+#endif /* __AVX512VNNI__ */
+#endif
