@@ -7,6 +7,7 @@
  */
 #include "kernels/x86_common.h"
 #include "kernels/x86_float.h"
+#include "kernels/x86_fx_rp.h"
 #include "kernels/x86_int.h"
 #include "kernels/x86_int512.h"
 #include "kernels/x86_kquant.h"
@@ -40,6 +41,12 @@ TB_X86_KERNELS(tq1_0_vnni, DOT_TQ1_0_VNNI)
 TB_X86_KERNELS(f32, DOT_F32)
 TB_X86_KERNELS(f16, DOT_F16)
 TB_X86_KERNELS(bf16, DOT_BF16)
+TB_FXRP_KERNELS(f32, TB_TYPE_F32, 0)                      /* x86_fx_rp.h */
+TB_FXRP_KERNELS(f16, TB_TYPE_F16, 1)
+TB_FXRP_KERNELS(bf16, TB_TYPE_BF16, 2)
+TB_RP_WITH_FALLBACK(f32_512, f32_rp, f32)
+TB_RP_WITH_FALLBACK(f16_512, f16_rp, f16)
+TB_RP_WITH_FALLBACK(bf16_512, bf16_rp, bf16)
 
 TB_RP_WITH_FALLBACK(tq2_0_vnni_rp, tq2_0_rp, tq2_0_vnni)   /* x86_ternary.h */
 TB_RP_WITH_FALLBACK(tq1_0_vnni_rp, tq1_0_rp, tq1_0_vnni)
@@ -105,5 +112,17 @@ void tb_kernels_fill_avx512(tb_kernels_t *k) {
     TB_X86_SET(k, TB_TYPE_F32, f32, NULL);   /* x86_float.h, 512-bit */
     TB_X86_SET(k, TB_TYPE_F16, f16, NULL);
     TB_X86_SET(k, TB_TYPE_BF16, bf16, NULL);
+    /* rows interleaved by TB_FXRP_ROWS (x86_fx_rp.h): one stream, shared activation loads */
+    static const struct { tb_type_t t; tb_repack_fn rp; tb_matvec_fn mv; tb_gemm_fn gm; } fx[] = {
+        {TB_TYPE_F32, repack_f32, matvec_f32_512, gemm_f32_512},
+        {TB_TYPE_F16, repack_f16, matvec_f16_512, gemm_f16_512},
+        {TB_TYPE_BF16, repack_bf16, matvec_bf16_512, gemm_bf16_512},
+    };
+    for (size_t i = 0; i < sizeof fx / sizeof fx[0]; i++) {
+        k->t[fx[i].t].matvec = fx[i].mv;
+        k->t[fx[i].t].gemm = fx[i].gm;
+        k->t[fx[i].t].repack = fx[i].rp;
+        k->t[fx[i].t].repack_rows = TB_FXRP_ROWS;
+    }
     k->read_sum = read_sum;
 }

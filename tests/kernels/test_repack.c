@@ -34,7 +34,7 @@
 #include "kernels/kernels.h"
 
 static const tb_type_t types[] = {TB_TYPE_TQ2_0, TB_TYPE_TQ1_0, TB_TYPE_Q4_0, TB_TYPE_Q8_0,
-                                  TB_TYPE_Q4_K, TB_TYPE_Q6_K, TB_TYPE_F16};
+                                  TB_TYPE_Q4_K, TB_TYPE_Q6_K, TB_TYPE_F16, TB_TYPE_F32, TB_TYPE_BF16};
 
 #define KERN_RNG_SEED 0x5eed5eed12345678ull
 #include "kern_rng.h"
@@ -225,6 +225,30 @@ static void test_q4_0_shapes(void **state) {
     if (!n_tiers) skip();
 }
 
+/* F32, F16 and BF16 (AVX-512: 8 rows interleaved per 16-element step, the
+ * n % 16 tail stored per row after the steps): columns 1..15 (tail only),
+ * 16, 17, 31, 33 and odd lengths past 2048, 1/7/9/37-row matrices and
+ * ranges that cut groups; the file bytes are poisoned, so a wrong step or
+ * tail offset reads 0xA5 garbage. */
+static void test_fx_shapes(void **state) {
+    (void)state;
+    static const tb_type_t fx[] = {TB_TYPE_F32, TB_TYPE_F16, TB_TYPE_BF16};
+    static const struct { int64_t rows, n; } shapes[] = {
+        {1, 1}, {7, 15}, {9, 16}, {37, 17}, {8, 31}, {17, 33}, {9, 2048 + 5}, {16, 5632}, {3, 100},
+    };
+    int n_rp = 0;
+    for (size_t f = 0; f < TB_ARRAY_LEN(fx); f++) {
+        if (!tb_kernels()->t[fx[f]].repack) {
+            assert_false(check_shape(fx[f], 9, 33, true));
+            continue;
+        }
+        n_rp++;
+        for (size_t i = 0; i < TB_ARRAY_LEN(shapes); i++)
+            assert_true(check_shape(fx[f], shapes[i].rows, shapes[i].n, true));
+    }
+    if (!n_rp) skip();
+}
+
 /* Q4_K (16-row groups of 256-element blocks on AVX-512): one row,
  * partial groups, odd block counts, rows of 64 blocks (the longest the
  * AVX-512 repacked path takes) and of 65 (file-layout fallback). */
@@ -349,6 +373,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_repacked_kernels),
         cmocka_unit_test(test_q4_0_shapes),
+        cmocka_unit_test(test_fx_shapes),
         cmocka_unit_test(test_q4_K_shapes),
         cmocka_unit_test(test_q4_K_extremes),
         cmocka_unit_test(test_owners),
