@@ -1,6 +1,7 @@
 /*
- * attention.c — self-attention over the KV cache (see session.h for the
- * cache layout: K and V both transposed per kv head, (head_dim, cap)).
+ * attention.c — self-attention over the KV cache (see attention.h for the
+ * cache layout: per kv head, K in tiles of TB_KV_TILE slots transposed
+ * (head_dim, TB_KV_TILE), V one row of head_dim per slot).
  *
  * Work item = (token t, kv head g): the `group` query heads that share g.
  *   prep    RMSNorm of q/k per head (maple), RoPE (when the layer uses it);
@@ -9,8 +10,8 @@
  *   attend  scores = Kt_run^T · q for the group's query heads (one kernel
  *           call per contiguous run of ring slots, Kt read once for the
  *           group), scale, f32 softmax in position order, then
- *           o = Vt_run · p (one call per run, Vt read once for the group),
- *           runs summed in order. Kernels: attention.h, the active tier's
+ *           o = p · V_run (one call per run, V read once for the group,
+ *           the second run of a wrapped ring accumulated into the first). Kernels: attention.h, the active tier's
  *           (attention_x86.c for AVX2 / AVX-512, else the portable C ones
  *           here, also used for group sizes a tier's wsum does not take).
  * The runs of a window are cut only where the ring wraps (slot 0), so they
@@ -64,24 +65,26 @@ static void prep(const att_ctx *c, int32_t t, int g) {
     if (c->L->rope) tb_op_rope(k, cs, sn, in->rope_dims, m->rope_neox);
 }
 
-/* Kt[g][:, slot] and Vt[g][:, slot] of token t, in the cache type. */
+/* K(g)[:, slot] and V(g)[slot, :] of token t, in the cache type. */
 static void store(const att_ctx *c, int32_t t, int g) {
     tb_session_t *s = c->s;
     const tb_model_info_t *in = &s->m->info;
     const int hd = in->head_dim;
     const int64_t nkv = (int64_t)in->n_head_kv * hd;
     const size_t slot = (size_t)((c->pos0 + t) % c->kv->cap), cap = (size_t)c->kv->cap;
-    const size_t at = (size_t)g * (size_t)hd * cap + slot;          /* (g, 0, slot), stride cap */
+    const size_t T = TB_KV_TILE, ntile = (cap + T - 1) / T;
+    const size_t ka = (((size_t)g * ntile + slot / T) * (size_t)hd) * T + slot % T; /* K(g)(0, slot), stride T */
+    const size_t va = ((size_t)g * cap + slot) * (size_t)hd;        /* V(g)(slot, 0) */
     const float *k = s->k + t * nkv + g * hd;        /* (head_dim) */
     const float *v = s->v + t * nkv + g * hd;        /* (head_dim) */
     if (s->p.kv_type == TB_TYPE_F16) {
-        tb_fp16_t *kd = (tb_fp16_t *)c->kv->k + at, *vd = (tb_fp16_t *)c->kv->v + at;
-        for (int i = 0; i < hd; i++) kd[(size_t)i * cap] = tb_op_f16(k[i]);
-        for (int i = 0; i < hd; i++) vd[(size_t)i * cap] = tb_op_f16(v[i]);
+        tb_fp16_t *kd = (tb_fp16_t *)c->kv->k + ka, *vd = (tb_fp16_t *)c->kv->v + va;
+        for (int i = 0; i < hd; i++) kd[(size_t)i * T] = tb_op_f16(k[i]);
+        for (int i = 0; i < hd; i++) vd[i] = tb_op_f16(v[i]);
     } else {
-        float *kd = (float *)c->kv->k + at, *vd = (float *)c->kv->v + at;
-        for (int i = 0; i < hd; i++) kd[(size_t)i * cap] = k[i];
-        for (int i = 0; i < hd; i++) vd[(size_t)i * cap] = v[i];
+        float *kd = (float *)c->kv->k + ka, *vd = (float *)c->kv->v + va;
+        for (int i = 0; i < hd; i++) kd[(size_t)i * T] = k[i];
+        memcpy(vd, v, (size_t)hd * sizeof *vd);
     }
 }
 
@@ -89,7 +92,7 @@ static void store(const att_ctx *c, int32_t t, int g) {
 /* Portable kernels and the per-tier table                                */
 /* ===================================================================== */
 
-/* Columns of Kt / Vt converted at a time (a stack buffer). */
+/* Elements of a V row converted at a time (a stack buffer). */
 #define T_CHUNK 64
 
 /* Exact f16 -> f32 (as tb_fp16_to_fp32) without branches, so that the row
@@ -120,45 +123,40 @@ static inline void row_f32(float *kf, const void *T, size_t off, int nj, bool f1
         memcpy(kf, (const float *)T + off, (size_t)nj * sizeof *kf);
 }
 
-void tb_att_scores_c(const void *Kt, size_t ks, bool f16, const float *q, int G, int hd,
+void tb_att_scores_c(const void *Kt, int32_t s0, bool f16, const float *q, int G, int hd,
                      float *sc, int64_t ld, int32_t n) {
-    float kf[T_CHUNK];                                             /* (nj) a Kt row chunk, f32 */
-    for (int32_t j0 = 0; j0 < n; j0 += T_CHUNK) {
-        const int nj = (int)TB_MIN(T_CHUNK, n - j0);
+    enum { T = TB_KV_TILE };
+    float kf[T];                                                   /* (nj) a tile row, f32 */
+    for (int32_t j = 0; j < n;) {                                  /* one tile (or its part) */
+        const int32_t s = s0 + j, c0 = s % T, nj = TB_MIN(T - c0, n - j);
+        const size_t tile = (size_t)(s / T) * (size_t)hd * T;      /* (hd, T) */
         for (int h = 0; h < G; h++)
-            for (int j = 0; j < nj; j++) sc[(size_t)h * (size_t)ld + (size_t)(j0 + j)] = 0.0f;
+            for (int i = 0; i < nj; i++) sc[(size_t)h * (size_t)ld + (size_t)(j + i)] = 0.0f;
         for (int d = 0; d < hd; d++) {
-            row_f32(kf, Kt, (size_t)d * ks + (size_t)j0, nj, f16);
+            row_f32(kf, Kt, tile + (size_t)d * T + (size_t)c0, nj, f16);
             for (int h = 0; h < G; h++) {
                 const float qd = q[(size_t)h * hd + d];
-                float *r = sc + (size_t)h * (size_t)ld + j0;       /* (nj) */
-                for (int j = 0; j < nj; j++) r[j] += kf[j] * qd;
+                float *r = sc + (size_t)h * (size_t)ld + j;        /* (nj) */
+                for (int i = 0; i < nj; i++) r[i] += kf[i] * qd;
             }
         }
+        j += nj;
     }
 }
 
-void tb_att_wsum_c(const void *Vt, size_t vs, bool f16, const float *p, int64_t ld, int G, int hd,
-                   float *o, int32_t n) {
-    float vf[T_CHUNK];                                             /* (nj) a Vt row chunk, f32 */
-    for (int d = 0; d < hd; d++)
-        for (int h0 = 0; h0 < G; h0 += 4) {                        /* 4 heads per row pass */
-            const int nh = TB_MIN(4, G - h0);
-            float acc[4][8] = {{0}};                               /* (head, position % 8) */
-            for (int32_t j0 = 0; j0 < n; j0 += T_CHUNK) {
-                const int nj = (int)TB_MIN(T_CHUNK, n - j0);
-                row_f32(vf, Vt, (size_t)d * vs + (size_t)j0, nj, f16);
-                for (int h = 0; h < nh; h++) {
-                    const float *ph = p + (size_t)(h0 + h) * (size_t)ld + j0;   /* (nj) */
-                    int j = 0;
-                    for (; j + 8 <= nj; j += 8)
-                        for (int k = 0; k < 8; k++) acc[h][k] += ph[j + k] * vf[j + k];
-                    for (; j < nj; j++) acc[h][j % 8] += ph[j] * vf[j];
-                }
-            }
-            for (int h = 0; h < nh; h++) {
-                const float *a = acc[h];
-                o[(size_t)(h0 + h) * hd + d] = ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]));
+void tb_att_wsum_c(const void *V, bool f16, const float *p, int64_t ld, int G, int hd, float *o,
+                   int32_t n, bool acc) {
+    float vf[T_CHUNK];                                             /* (nd) a V row chunk, f32 */
+    if (!acc)
+        for (int64_t i = 0; i < (int64_t)G * hd; i++) o[i] = 0.0f;
+    for (int32_t j = 0; j < n; j++)
+        for (int d0 = 0; d0 < hd; d0 += T_CHUNK) {
+            const int nd = TB_MIN(T_CHUNK, hd - d0);
+            row_f32(vf, V, (size_t)j * (size_t)hd + (size_t)d0, nd, f16);
+            for (int h = 0; h < G; h++) {
+                const float pj = p[(size_t)h * (size_t)ld + (size_t)j];
+                float *r = o + (size_t)h * hd + d0;                /* (nd) */
+                for (int d = 0; d < nd; d++) r[d] += pj * vf[d];
             }
         }
 }
@@ -193,38 +191,33 @@ static void attend(const att_ctx *c, int32_t t, int g, int ith) {
     const tb_model_info_t *in = &s->m->info;
     const int hd = in->head_dim, group = in->n_head / in->n_head_kv;
     const size_t el = s->kv_elem, cap = (size_t)c->kv->cap;
+    const size_t ntile = (cap + TB_KV_TILE - 1) / TB_KV_TILE;
     const bool f16 = s->p.kv_type == TB_TYPE_F16;
     const tb_att_kernels_t *ak = tb_att_kernels_for(tb_kernels()->isa);
-    const tb_att_wsum_fn wsum = ak->wsum_lanes % group == 0 && hd % ak->wsum_lanes == 0
-                                    ? ak->wsum : tb_att_wsum_c;
+    const tb_att_wsum_fn wsum = hd % ak->wsum_lanes == 0 ? ak->wsum : tb_att_wsum_c;
     const float scale = 1.0f / sqrtf((float)hd);
     const int32_t p = c->pos0 + t;
     const int32_t j0 = c->L->sliding ? TB_MAX(0, p - in->n_swa + 1) : 0, len = p - j0 + 1;
     const int64_t ld = s->sc_ld;
     float *sc = s->scores + (size_t)ith * s->sc_per_thread;          /* (group, sc_ld) */
-    float *tmp = sc + (size_t)group * (size_t)ld;                     /* (group, head_dim) */
     const float *q = s->q + ((int64_t)t * in->n_head + (int64_t)g * group) * hd;  /* (group, hd) */
     float *o = s->att + ((int64_t)t * in->n_head + (int64_t)g * group) * hd;      /* (group, hd) */
-    const uint8_t *Kt = (const uint8_t *)c->kv->k + (size_t)g * hd * cap * el;   /* (hd, cap) */
-    const uint8_t *Vt = (const uint8_t *)c->kv->v + (size_t)g * hd * cap * el;   /* (hd, cap) */
+    const uint8_t *Kt = (const uint8_t *)c->kv->k + (size_t)g * ntile * TB_KV_TILE * hd * el; /* (ntile, hd, T) */
+    const uint8_t *V = (const uint8_t *)c->kv->v + (size_t)g * cap * hd * el;   /* (cap, hd) */
 
     /* ---- scores, one kernel call per run of slots ---- */
     for (int32_t j = j0; j <= p;) {
-        const size_t slot = (size_t)(j % c->kv->cap);
-        const int32_t run = (int32_t)TB_MIN((size_t)(p - j + 1), cap - slot);
-        ak->scores(Kt + slot * el, cap, f16, q, group, hd, sc + (j - j0), ld, run);
+        const int32_t slot = (int32_t)(j % c->kv->cap);
+        const int32_t run = (int32_t)TB_MIN((size_t)(p - j + 1), cap - (size_t)slot);
+        ak->scores(Kt, slot, f16, q, group, hd, sc + (j - j0), ld, run);
         j += run;
     }
     for (int h = 0; h < group; h++) ak->softmax(sc + (size_t)h * (size_t)ld, len, scale);
-    /* ---- o = Vt · p, one call per run, runs summed in position order ---- */
-    bool first = true;
+    /* ---- o = p · V, one call per run, later runs accumulated ---- */
     for (int32_t j = j0; j <= p;) {
         const size_t slot = (size_t)(j % c->kv->cap);
         const int32_t run = (int32_t)TB_MIN((size_t)(p - j + 1), cap - slot);
-        wsum(Vt + slot * el, cap, f16, sc + (j - j0), ld, group, hd, first ? o : tmp, run);
-        if (!first)
-            for (int64_t i = 0; i < (int64_t)group * hd; i++) o[i] += tmp[i];
-        first = false;
+        wsum(V + slot * (size_t)hd * el, f16, sc + (j - j0), ld, group, hd, o, run, j > j0);
         j += run;
     }
 }

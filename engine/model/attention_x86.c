@@ -3,16 +3,20 @@
  * compiled with per-function target attributes and called only when the
  * dispatcher selected that tier (so the CPU has the features).
  *
- * scores  Kt (hd, ks): a block of 32 (AVX-512) / 16 (AVX2) positions is
- *         sum_d Kt[d][block] * broadcast(q_h[d]) for up to 8 / 4 query
- *         heads at once: each Kt chunk is loaded and converted once for
- *         the heads of the batch, 2 x heads accumulators, no horizontal
- *         reduction. One FMA chain per (h, j), d ascending: the same value
- *         whether j falls in a full block, a masked block or a scalar tail.
- *  wsum   Vt (hd, vs): a step takes R = L / G rows of Vt (L lanes), each
- *         L-position chunk loaded once for all G queries, accumulator
- *         h * R + r = (query h, row r), one transpose-add tree per L
- *         outputs at the end of the run. The order depends on n only.
+ * scores  K tiles (hd, 32 slots): a tile is sum_d K[tile][d][:] *
+ *         broadcast(q_h[d]) for up to 8 (AVX-512, 2 x 16 lanes) / 4 (AVX2,
+ *         2 x 8 lanes, a half tile per pass) query heads at once: each
+ *         tile line is loaded and converted once for the heads of the
+ *         batch, no horizontal reduction. A tile only partly in the run is
+ *         computed whole (the padding/other slots are ignored lanes) and
+ *         only the run's lanes stored: one FMA chain per (h, j), d
+ *         ascending, wherever the run starts or ends.
+ *  wsum   V rows (n, hd): per block of WS_ROWS rows, for each batch of up
+ *         to 4 heads and each chunk of up to 4 (AVX-512) / 2 (AVX2) vectors
+ *         of head dims, acc[h][k] += broadcast(p[h][j]) * V[j][chunk k],
+ *         j ascending, the accumulators carried in o between blocks: one
+ *         FMA chain per (h, d) in position order. The first pass over a
+ *         block prefetches the whole rows; the others hit L1.
  * softmax the e^x of tb_op_exp lane-wise (the same operations, so the same
  *         bits), max and sum in vector lanes then a fixed tree.
  */
@@ -22,47 +26,57 @@
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
 #include <math.h>
+#include <string.h>
 
 #define T512 __attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma,f16c")))
 #define T256 __attribute__((target("avx2,fma,f16c")))
 #define INLINE static inline __attribute__((always_inline))
-/* scores: software prefetch distance in positions (two 32-position blocks
- * ahead in each Kt row: 128 rows are 128 streams, more than the hardware
- * prefetchers follow). Measured on Zen 4: 4.3 -> 2.8 ms/token CPU for
- * maple-preview's 24 layers at depth 512 (32: no gain, 128: 3.1). */
+/* Software prefetch. The K tiles and V rows of a kv head are linear
+ * streams the hardware prefetchers follow: measured (/tmp microbench,
+ * maple-preview shape, 24 layers at depth 512, KV evicted between layers,
+ * 1 thread) prefetching 1-8 KB ahead in scores or wsum only costs issue
+ * slots (1.41 -> 1.65-1.84 ms/token), so scores prefetch nothing (PF_SC 0)
+ * and wsum's first pass over a block only requests the lines of each row
+ * its later passes read (PF_WS rows ahead, 0: the current row). */
 #ifndef PF_SC
-#define PF_SC 64
+#define PF_SC 0
+#endif
+#ifndef PF_WS
+#define PF_WS 0
+#endif
+/* V rows per block of wsum (the block's later passes read it from L1). */
+#ifndef WS_ROWS
+#define WS_ROWS 32
 #endif
 
 /* ===================================================================== */
 /* AVX-512                                                                */
 /* ===================================================================== */
 
-/* 16 elements at element offset off of a (f16 or f32) row; masked: lanes
- * outside m are 0 and their memory is not touched. */
+/* 16 elements at element offset off of a (f16 or f32) row. */
 T512 INLINE __m512 ld16(const void *p, size_t off, const bool f16) {
     if (f16) return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)((const uint16_t *)p + off)));
     return _mm512_loadu_ps((const float *)p + off);
 }
-T512 INLINE __m512 ld16m(const void *p, size_t off, const bool f16, __mmask16 m) {
-    if (f16) return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, (const uint16_t *)p + off));
-    return _mm512_maskz_loadu_ps(m, (const float *)p + off);
-}
 
-/* Scores of NH (<= 8) heads q (NH, hd), all n positions. */
-T512 INLINE void scores512_nh(const void *Kt, size_t ks, const bool f16, const float *q,
+/* Scores of NH (<= 8) heads q (NH, hd) over slots [s0, s0 + n), tile by
+ * tile. */
+T512 INLINE void scores512_nh(const void *Kt, int32_t s0, const bool f16, const float *q,
                               const int NH, int hd, float *sc, int64_t ld, int32_t n) {
+    enum { T = TB_KV_TILE };
     const size_t el = f16 ? 2 : 4;
-    int32_t j = 0;
-    for (; j + 32 <= n; j += 32) {
-        __m512 a0[8], a1[8];                                       /* (NH, 2 x 16 positions) */
+    for (int32_t j = 0; j < n;) {
+        const int32_t s = s0 + j, c0 = s % T, nj = TB_MIN(T - c0, n - j);
+        const char *tile = (const char *)Kt + (size_t)(s / T) * (size_t)hd * T * el; /* (hd, T) */
+        __m512 a0[8], a1[8];                                       /* (NH, 2 x 16 slots) */
         for (int h = 0; h < NH; h++) a0[h] = a1[h] = _mm512_setzero_ps();
         for (int d = 0; d < hd; d++) {
-            const size_t off = (size_t)d * ks + (size_t)j;
-            /* this row two blocks ahead (DRAM latency) */
-            _mm_prefetch((const char *)Kt + (off + PF_SC) * el, _MM_HINT_T0);
-            if (!f16) _mm_prefetch((const char *)Kt + (off + PF_SC + 16) * el, _MM_HINT_T0);
-            const __m512 k0 = ld16(Kt, off, f16), k1 = ld16(Kt, off + 16, f16);
+            const char *row = tile + (size_t)d * T * el;
+#if PF_SC
+            _mm_prefetch(row + PF_SC, _MM_HINT_T0);
+            if (!f16) _mm_prefetch(row + PF_SC + 64, _MM_HINT_T0);
+#endif
+            const __m512 k0 = ld16(row, 0, f16), k1 = ld16(row, 16, f16);
             for (int h = 0; h < NH; h++) {
                 const __m512 qb = _mm512_set1_ps(q[(size_t)h * hd + d]);
                 a0[h] = _mm512_fmadd_ps(k0, qb, a0[h]);
@@ -70,30 +84,28 @@ T512 INLINE void scores512_nh(const void *Kt, size_t ks, const bool f16, const f
             }
         }
         for (int h = 0; h < NH; h++) {
-            _mm512_storeu_ps(sc + (size_t)h * (size_t)ld + j, a0[h]);
-            _mm512_storeu_ps(sc + (size_t)h * (size_t)ld + j + 16, a1[h]);
+            float *r = sc + (size_t)h * (size_t)ld + j;            /* (nj) */
+            if (nj == T) {
+                _mm512_storeu_ps(r, a0[h]);
+                _mm512_storeu_ps(r + 16, a1[h]);
+            } else {                                               /* lanes [c0, c0 + nj) */
+                float b[T];
+                _mm512_storeu_ps(b, a0[h]);
+                _mm512_storeu_ps(b + 16, a1[h]);
+                memcpy(r, b + c0, (size_t)nj * sizeof *r);
+            }
         }
-    }
-    for (; j < n; j += 16) {
-        const __mmask16 m = (__mmask16)(n - j >= 16 ? 0xFFFF : (1u << (n - j)) - 1);
-        __m512 a[8];                                               /* (NH, 16 positions) */
-        for (int h = 0; h < NH; h++) a[h] = _mm512_setzero_ps();
-        for (int d = 0; d < hd; d++) {
-            const __m512 k = ld16m(Kt, (size_t)d * ks + (size_t)j, f16, m);
-            for (int h = 0; h < NH; h++)
-                a[h] = _mm512_fmadd_ps(k, _mm512_set1_ps(q[(size_t)h * hd + d]), a[h]);
-        }
-        for (int h = 0; h < NH; h++) _mm512_mask_storeu_ps(sc + (size_t)h * (size_t)ld + j, m, a[h]);
+        j += nj;
     }
 }
 
 #define SCORES_CASE(NH)                                                                  \
     case NH:                                                                             \
-        if (f16) scores512_nh(Kt, ks, true, qh, NH, hd, sch, ld, n);                     \
-        else scores512_nh(Kt, ks, false, qh, NH, hd, sch, ld, n);                        \
+        if (f16) scores512_nh(Kt, s0, true, qh, NH, hd, sch, ld, n);                     \
+        else scores512_nh(Kt, s0, false, qh, NH, hd, sch, ld, n);                        \
         break;
 
-T512 void tb_att_scores_avx512(const void *Kt, size_t ks, bool f16, const float *q, int G, int hd,
+T512 void tb_att_scores_avx512(const void *Kt, int32_t s0, bool f16, const float *q, int G, int hd,
                                float *sc, int64_t ld, int32_t n) {
     for (int h0 = 0; h0 < G; h0 += 8) {
         const float *qh = q + (size_t)h0 * hd;                     /* (nh, hd) */
@@ -105,61 +117,60 @@ T512 void tb_att_scores_avx512(const void *Kt, size_t ks, bool f16, const float 
     }
 }
 
-/* Lane i of the result = horizontal sum of v[i], i = 0..15 (a fixed tree). */
-T512 INLINE __m512 reduce16(__m512 v[16]) {
-    __m512 w[8], x[4], y[2];
-    for (int i = 0; i < 8; i++)      /* per 128-bit lane: rows 2i, 2i+1 at 0,2 / 1,3 */
-        w[i] = _mm512_add_ps(_mm512_unpacklo_ps(v[2 * i], v[2 * i + 1]),
-                             _mm512_unpackhi_ps(v[2 * i], v[2 * i + 1]));
-    for (int i = 0; i < 4; i++) {    /* per 128-bit lane: rows 4i..4i+3 */
-        __m512d a = _mm512_castps_pd(w[2 * i]), b = _mm512_castps_pd(w[2 * i + 1]);
-        x[i] = _mm512_add_ps(_mm512_castpd_ps(_mm512_unpacklo_pd(a, b)),
-                             _mm512_castpd_ps(_mm512_unpackhi_pd(a, b)));
-    }
-    for (int i = 0; i < 2; i++)      /* lane pairs summed: rows 8i..8i+7 */
-        y[i] = _mm512_add_ps(_mm512_shuffle_f32x4(x[2 * i], x[2 * i + 1], 0x88),
-                             _mm512_shuffle_f32x4(x[2 * i], x[2 * i + 1], 0xDD));
-    return _mm512_add_ps(_mm512_shuffle_f32x4(y[0], y[1], 0x88),
-                         _mm512_shuffle_f32x4(y[0], y[1], 0xDD));
-}
-
-/* wsum for G dividing 16, hd % 16 == 0 (R = 16 / G rows per step). */
-T512 INLINE void wsum512_g(const void *Vt, size_t vs, const bool f16, const float *p, int64_t ld,
-                           const int G, int hd, float *o, int32_t n) {
-    const int R = 16 / G;
-    for (int d0 = 0; d0 < hd; d0 += R) {
-        __m512 acc[16];                                            /* (G * R, 16 lanes) */
-        for (int a = 0; a < 16; a++) acc[a] = _mm512_setzero_ps();
-        for (int32_t j = 0; j < n; j += 16) {
-            const __mmask16 m = (__mmask16)(n - j >= 16 ? 0xFFFF : (1u << (n - j)) - 1);
-            __m512 vv[16];                                         /* (R, 16 lanes) */
-            for (int r = 0; r < R; r++) vv[r] = ld16m(Vt, (size_t)(d0 + r) * vs + (size_t)j, f16, m);
-#ifdef PF_WG
-            if (d0 + PF_WG * R < hd)
-                for (int r = 0; r < R; r++)
-                    _mm_prefetch((const char *)Vt + ((size_t)(d0 + PF_WG * R + r) * vs + (size_t)j) * (f16 ? 2 : 4), _MM_HINT_T0);
-#endif
-            for (int h = 0; h < G; h++) {
-                const __m512 pv = _mm512_maskz_loadu_ps(m, p + (size_t)h * (size_t)ld + j);
-                for (int r = 0; r < R; r++) acc[h * R + r] = _mm512_fmadd_ps(vv[r], pv, acc[h * R + r]);
-            }
+/* Rows [j0, j1) of V (n, hd) into NH (<= 4) heads x ND (<= 4) vectors of
+ * 16 dims: o[h][k] (loaded unless first) += sum_j p[h][j] * Vd[j][k], j
+ * ascending. Vd: V from the chunk's first dim; o: (NH, hd) from it. pf:
+ * prefetch the whole row PF_WS rows ahead of each row read. */
+T512 INLINE void wsum512_blk(const char *Vd, size_t rb, const bool f16, const float *p, int64_t ld,
+                             const int NH, const int ND, int hd, float *o, int32_t j0, int32_t j1,
+                             bool first, bool pf) {
+    __m512 acc[4][4];                                              /* (NH, ND x 16 dims) */
+    for (int h = 0; h < NH; h++)
+        for (int k = 0; k < ND; k++)
+            acc[h][k] = first ? _mm512_setzero_ps() : _mm512_loadu_ps(o + (size_t)h * hd + 16 * k);
+    for (int32_t j = j0; j < j1; j++) {
+        const char *row = Vd + (size_t)j * rb;
+        if (pf)   /* the lines of this row (PF_WS rows ahead) the later passes read */
+            for (size_t l = 0; l < rb; l += 64) _mm_prefetch(row + PF_WS * rb + l, _MM_HINT_T0);
+        __m512 v[4];
+        for (int k = 0; k < ND; k++) v[k] = ld16(row, (size_t)(16 * k), f16);
+        for (int h = 0; h < NH; h++) {
+            const __m512 pb = _mm512_set1_ps(p[(size_t)h * (size_t)ld + (size_t)j]);
+            for (int k = 0; k < ND; k++) acc[h][k] = _mm512_fmadd_ps(v[k], pb, acc[h][k]);
         }
-        const __m512 ov = reduce16(acc);                           /* (G, R) */
-        for (int h = 0; h < G; h++)
-            _mm512_mask_storeu_ps(o + (size_t)h * hd + d0 - h * R, (__mmask16)(((1u << R) - 1) << (h * R)), ov);
     }
+    for (int h = 0; h < NH; h++)
+        for (int k = 0; k < ND; k++) _mm512_storeu_ps(o + (size_t)h * hd + 16 * k, acc[h][k]);
 }
 
-#define WSUM_CASE(GG)                                                                    \
-    case GG:                                                                             \
-        if (f16) wsum512_g(Vt, vs, true, p, ld, GG, hd, o, n);                           \
-        else wsum512_g(Vt, vs, false, p, ld, GG, hd, o, n);                              \
+#define WSUM_ND(NH, ND)                                                                  \
+    case ND:                                                                             \
+        if (f16) wsum512_blk(Vd, rb, true, ph, ld, NH, ND, hd, od, j0, j1, first, pf);   \
+        else wsum512_blk(Vd, rb, false, ph, ld, NH, ND, hd, od, j0, j1, first, pf);      \
+        break;
+#define WSUM_NH(NH)                                                                      \
+    case NH:                                                                             \
+        switch (nd) { WSUM_ND(NH, 1) WSUM_ND(NH, 2) WSUM_ND(NH, 3) default: WSUM_ND(NH, 4) } \
         break;
 
-T512 void tb_att_wsum_avx512(const void *Vt, size_t vs, bool f16, const float *p, int64_t ld,
-                             int G, int hd, float *o, int32_t n) {
-    switch (G) {
-        WSUM_CASE(1) WSUM_CASE(2) WSUM_CASE(4) WSUM_CASE(8) default: WSUM_CASE(16)
+T512 void tb_att_wsum_avx512(const void *V, bool f16, const float *p, int64_t ld, int G, int hd,
+                             float *o, int32_t n, bool acc) {
+    const size_t el = f16 ? 2 : 4, rb = (size_t)hd * el;           /* bytes per V row */
+    if (n <= 0 && !acc) memset(o, 0, (size_t)G * (size_t)hd * sizeof *o);
+    for (int32_t j0 = 0; j0 < n; j0 += WS_ROWS) {
+        const int32_t j1 = TB_MIN(n, j0 + WS_ROWS);
+        const bool first = !acc && j0 == 0;
+        for (int h0 = 0; h0 < G; h0 += 4) {
+            const int nh = TB_MIN(4, G - h0);
+            const float *ph = p + (size_t)h0 * (size_t)ld;         /* (nh, ld) */
+            for (int d0 = 0; d0 < hd; d0 += 64) {
+                const int nd = TB_MIN(4, (hd - d0) / 16);
+                const char *Vd = (const char *)V + (size_t)d0 * el;
+                float *od = o + (size_t)h0 * hd + d0;              /* (nh, hd) from d0 */
+                const bool pf = h0 == 0 && d0 == 0;
+                switch (nh) { WSUM_NH(1) WSUM_NH(2) WSUM_NH(3) default: WSUM_NH(4) }
+            }
+        }
     }
 }
 
@@ -227,75 +238,55 @@ T256 INLINE __m256 ld8(const void *p, size_t off, const bool f16) {
     return _mm256_loadu_ps((const float *)p + off);
 }
 
-/* Lanes [0, k) of 8 set (k in 0..8). */
-T256 INLINE __m256i mask8(int k) {
-    return _mm256_cmpgt_epi32(_mm256_set1_epi32(k), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-}
-
-/* 8 elements at off, lanes >= k are 0 and not read (k in 1..8). */
-T256 INLINE __m256 ld8m(const void *p, size_t off, const bool f16, int k) {
-    if (f16) {
-        uint16_t b[8] = {0};
-        for (int i = 0; i < k; i++) b[i] = ((const uint16_t *)p)[off + (size_t)i];
-        return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)b));
-    }
-    return _mm256_maskload_ps((const float *)p + off, mask8(k));
-}
-
-T256 INLINE float ld1(const void *p, size_t off, const bool f16) {
-    if (f16) return _cvtsh_ss(((const uint16_t *)p)[off]);
-    return ((const float *)p)[off];
-}
-
-/* Scores of NH (<= 4) heads. Full blocks of 16 then of 8 positions; the
- * last n % 8 positions one by one with the same fused multiply-adds. */
-T256 INLINE void scores256_nh(const void *Kt, size_t ks, const bool f16, const float *q,
+/* Scores of NH (<= 4) heads over slots [s0, s0 + n), tile by tile, each
+ * tile in two halves of 16 slots (those holding run slots). */
+T256 INLINE void scores256_nh(const void *Kt, int32_t s0, const bool f16, const float *q,
                               const int NH, int hd, float *sc, int64_t ld, int32_t n) {
+    enum { T = TB_KV_TILE };
     const size_t el = f16 ? 2 : 4;
-    int32_t j = 0;
-    for (; j + 16 <= n; j += 16) {
-        __m256 a0[4], a1[4];                                       /* (NH, 2 x 8 positions) */
-        for (int h = 0; h < NH; h++) a0[h] = a1[h] = _mm256_setzero_ps();
-        for (int d = 0; d < hd; d++) {
-            const size_t off = (size_t)d * ks + (size_t)j;
-            _mm_prefetch((const char *)Kt + (off + 32) * el, _MM_HINT_T0);
-            const __m256 k0 = ld8(Kt, off, f16), k1 = ld8(Kt, off + 8, f16);
+    for (int32_t j = 0; j < n;) {
+        const int32_t s = s0 + j, c0 = s % T, nj = TB_MIN(T - c0, n - j);
+        const char *tile = (const char *)Kt + (size_t)(s / T) * (size_t)hd * T * el; /* (hd, T) */
+        for (int c = c0 / 16 * 16; c < c0 + nj; c += 16) {         /* half tile [c, c + 16) */
+            __m256 a0[4], a1[4];                                   /* (NH, 2 x 8 slots) */
+            for (int h = 0; h < NH; h++) a0[h] = a1[h] = _mm256_setzero_ps();
+            for (int d = 0; d < hd; d++) {
+                const char *row = tile + ((size_t)d * T + (size_t)c) * el;
+#if PF_SC
+                if (c == c0 / 16 * 16) _mm_prefetch(row + PF_SC, _MM_HINT_T0);
+#endif
+                const __m256 k0 = ld8(row, 0, f16), k1 = ld8(row, 8, f16);
+                for (int h = 0; h < NH; h++) {
+                    const __m256 qb = _mm256_broadcast_ss(q + (size_t)h * hd + d);
+                    a0[h] = _mm256_fmadd_ps(k0, qb, a0[h]);
+                    a1[h] = _mm256_fmadd_ps(k1, qb, a1[h]);
+                }
+            }
+            const int l0 = TB_MAX(c, c0), l1 = TB_MIN(c + 16, c0 + nj);   /* run lanes */
             for (int h = 0; h < NH; h++) {
-                const __m256 qb = _mm256_broadcast_ss(q + (size_t)h * hd + d);
-                a0[h] = _mm256_fmadd_ps(k0, qb, a0[h]);
-                a1[h] = _mm256_fmadd_ps(k1, qb, a1[h]);
+                float *r = sc + (size_t)h * (size_t)ld + j + (l0 - c0);
+                if (l1 - l0 == 16) {
+                    _mm256_storeu_ps(r, a0[h]);
+                    _mm256_storeu_ps(r + 8, a1[h]);
+                } else {
+                    float b[16];
+                    _mm256_storeu_ps(b, a0[h]);
+                    _mm256_storeu_ps(b + 8, a1[h]);
+                    memcpy(r, b + (l0 - c), (size_t)(l1 - l0) * sizeof *r);
+                }
             }
         }
-        for (int h = 0; h < NH; h++) {
-            _mm256_storeu_ps(sc + (size_t)h * (size_t)ld + j, a0[h]);
-            _mm256_storeu_ps(sc + (size_t)h * (size_t)ld + j + 8, a1[h]);
-        }
+        j += nj;
     }
-    for (; j + 8 <= n; j += 8) {
-        __m256 a[4];
-        for (int h = 0; h < NH; h++) a[h] = _mm256_setzero_ps();
-        for (int d = 0; d < hd; d++) {
-            const __m256 k = ld8(Kt, (size_t)d * ks + (size_t)j, f16);
-            for (int h = 0; h < NH; h++)
-                a[h] = _mm256_fmadd_ps(k, _mm256_broadcast_ss(q + (size_t)h * hd + d), a[h]);
-        }
-        for (int h = 0; h < NH; h++) _mm256_storeu_ps(sc + (size_t)h * (size_t)ld + j, a[h]);
-    }
-    for (; j < n; j++)
-        for (int h = 0; h < NH; h++) {
-            float a = 0.0f;
-            for (int d = 0; d < hd; d++) a = __builtin_fmaf(ld1(Kt, (size_t)d * ks + (size_t)j, f16), q[(size_t)h * hd + d], a);
-            sc[(size_t)h * (size_t)ld + j] = a;
-        }
 }
 
 #define SCORES2_CASE(NH)                                                                 \
     case NH:                                                                             \
-        if (f16) scores256_nh(Kt, ks, true, qh, NH, hd, sch, ld, n);                     \
-        else scores256_nh(Kt, ks, false, qh, NH, hd, sch, ld, n);                        \
+        if (f16) scores256_nh(Kt, s0, true, qh, NH, hd, sch, ld, n);                     \
+        else scores256_nh(Kt, s0, false, qh, NH, hd, sch, ld, n);                        \
         break;
 
-T256 void tb_att_scores_avx2(const void *Kt, size_t ks, bool f16, const float *q, int G, int hd,
+T256 void tb_att_scores_avx2(const void *Kt, int32_t s0, bool f16, const float *q, int G, int hd,
                              float *sc, int64_t ld, int32_t n) {
     for (int h0 = 0; h0 < G; h0 += 4) {
         const float *qh = q + (size_t)h0 * hd;                     /* (nh, hd) */
@@ -306,63 +297,63 @@ T256 void tb_att_scores_avx2(const void *Kt, size_t ks, bool f16, const float *q
     }
 }
 
-/* Lane i of the result = horizontal sum of v[i], i = 0..7 (a fixed tree). */
-T256 INLINE __m256 reduce8(__m256 v[8]) {
-    __m256 w[4], x[2];
-    for (int i = 0; i < 4; i++)      /* per 128-bit lane: rows 2i, 2i+1 at 0,2 / 1,3 */
-        w[i] = _mm256_add_ps(_mm256_unpacklo_ps(v[2 * i], v[2 * i + 1]),
-                             _mm256_unpackhi_ps(v[2 * i], v[2 * i + 1]));
-    for (int i = 0; i < 2; i++) {    /* per 128-bit lane: rows 4i..4i+3 */
-        __m256d a = _mm256_castps_pd(w[2 * i]), b = _mm256_castps_pd(w[2 * i + 1]);
-        x[i] = _mm256_add_ps(_mm256_castpd_ps(_mm256_unpacklo_pd(a, b)),
-                             _mm256_castpd_ps(_mm256_unpackhi_pd(a, b)));
+/* As wsum512_blk with NH (<= 4) heads x ND (<= 2) vectors of 8 dims. */
+T256 INLINE void wsum256_blk(const char *Vd, size_t rb, const bool f16, const float *p, int64_t ld,
+                             const int NH, const int ND, int hd, float *o, int32_t j0, int32_t j1,
+                             bool first, bool pf) {
+    __m256 acc[4][2];                                              /* (NH, ND x 8 dims) */
+    for (int h = 0; h < NH; h++)
+        for (int k = 0; k < ND; k++)
+            acc[h][k] = first ? _mm256_setzero_ps() : _mm256_loadu_ps(o + (size_t)h * hd + 8 * k);
+    for (int32_t j = j0; j < j1; j++) {
+        const char *row = Vd + (size_t)j * rb;
+        if (pf)   /* the lines of this row (PF_WS rows ahead) the later passes read */
+            for (size_t l = 0; l < rb; l += 64) _mm_prefetch(row + PF_WS * rb + l, _MM_HINT_T0);
+        __m256 v[2];
+        for (int k = 0; k < ND; k++) v[k] = ld8(row, (size_t)(8 * k), f16);
+        for (int h = 0; h < NH; h++) {
+            const __m256 pb = _mm256_broadcast_ss(p + (size_t)h * (size_t)ld + (size_t)j);
+            for (int k = 0; k < ND; k++) acc[h][k] = _mm256_fmadd_ps(v[k], pb, acc[h][k]);
+        }
     }
-    return _mm256_add_ps(_mm256_permute2f128_ps(x[0], x[1], 0x20),
-                         _mm256_permute2f128_ps(x[0], x[1], 0x31));
+    for (int h = 0; h < NH; h++)
+        for (int k = 0; k < ND; k++) _mm256_storeu_ps(o + (size_t)h * hd + 8 * k, acc[h][k]);
 }
 
-/* wsum for G dividing 8, hd % 8 == 0 (R = 8 / G rows per step). */
-T256 INLINE void wsum256_g(const void *Vt, size_t vs, const bool f16, const float *p, int64_t ld,
-                           const int G, int hd, float *o, int32_t n) {
-    const int R = 8 / G;
-    const int32_t nf = n & ~7;
-    for (int d0 = 0; d0 < hd; d0 += R) {
-        __m256 acc[8];                                             /* (G * R, 8 lanes) */
-        for (int a = 0; a < 8; a++) acc[a] = _mm256_setzero_ps();
-        for (int32_t j = 0; j < nf; j += 8) {
-            __m256 vv[8];                                          /* (R, 8 lanes) */
-            for (int r = 0; r < R; r++) vv[r] = ld8(Vt, (size_t)(d0 + r) * vs + (size_t)j, f16);
-            for (int h = 0; h < G; h++) {
-                const __m256 pv = _mm256_loadu_ps(p + (size_t)h * (size_t)ld + j);
-                for (int r = 0; r < R; r++) acc[h * R + r] = _mm256_fmadd_ps(vv[r], pv, acc[h * R + r]);
-            }
-        }
-        if (nf < n) {
-            __m256 vv[8];
-            for (int r = 0; r < R; r++) vv[r] = ld8m(Vt, (size_t)(d0 + r) * vs + (size_t)nf, f16, n - nf);
-            for (int h = 0; h < G; h++) {
-                const __m256 pv = _mm256_maskload_ps(p + (size_t)h * (size_t)ld + nf, mask8(n - nf));
-                for (int r = 0; r < R; r++) acc[h * R + r] = _mm256_fmadd_ps(vv[r], pv, acc[h * R + r]);
-            }
-        }
-        float ov[8];                                               /* (G, R) */
-        _mm256_storeu_ps(ov, reduce8(acc));
-        for (int h = 0; h < G; h++)
-            for (int r = 0; r < R; r++) o[(size_t)h * hd + d0 + r] = ov[h * R + r];
-    }
-}
-
-#define WSUM2_CASE(GG)                                                                   \
-    case GG:                                                                             \
-        if (f16) wsum256_g(Vt, vs, true, p, ld, GG, hd, o, n);                           \
-        else wsum256_g(Vt, vs, false, p, ld, GG, hd, o, n);                              \
+#define WSUM2_ND(NH, ND)                                                                 \
+    case ND:                                                                             \
+        if (f16) wsum256_blk(Vd, rb, true, ph, ld, NH, ND, hd, od, j0, j1, first, pf);   \
+        else wsum256_blk(Vd, rb, false, ph, ld, NH, ND, hd, od, j0, j1, first, pf);      \
+        break;
+#define WSUM2_NH(NH)                                                                     \
+    case NH:                                                                             \
+        switch (nd) { WSUM2_ND(NH, 1) default: WSUM2_ND(NH, 2) }                         \
         break;
 
-T256 void tb_att_wsum_avx2(const void *Vt, size_t vs, bool f16, const float *p, int64_t ld, int G,
-                           int hd, float *o, int32_t n) {
-    switch (G) {
-        WSUM2_CASE(1) WSUM2_CASE(2) WSUM2_CASE(4) default: WSUM2_CASE(8)
+T256 void tb_att_wsum_avx2(const void *V, bool f16, const float *p, int64_t ld, int G, int hd,
+                           float *o, int32_t n, bool acc) {
+    const size_t el = f16 ? 2 : 4, rb = (size_t)hd * el;           /* bytes per V row */
+    if (n <= 0 && !acc) memset(o, 0, (size_t)G * (size_t)hd * sizeof *o);
+    for (int32_t j0 = 0; j0 < n; j0 += WS_ROWS) {
+        const int32_t j1 = TB_MIN(n, j0 + WS_ROWS);
+        const bool first = !acc && j0 == 0;
+        for (int h0 = 0; h0 < G; h0 += 4) {
+            const int nh = TB_MIN(4, G - h0);
+            const float *ph = p + (size_t)h0 * (size_t)ld;         /* (nh, ld) */
+            for (int d0 = 0; d0 < hd; d0 += 16) {
+                const int nd = TB_MIN(2, (hd - d0) / 8);
+                const char *Vd = (const char *)V + (size_t)d0 * el;
+                float *od = o + (size_t)h0 * hd + d0;              /* (nh, hd) from d0 */
+                const bool pf = h0 == 0 && d0 == 0;
+                switch (nh) { WSUM2_NH(1) WSUM2_NH(2) WSUM2_NH(3) default: WSUM2_NH(4) }
+            }
+        }
     }
+}
+
+/* Lanes [0, k) of 8 set (k in 0..8). */
+T256 INLINE __m256i mask8(int k) {
+    return _mm256_cmpgt_epi32(_mm256_set1_epi32(k), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
 }
 
 /* tb_op_exp on 8 lanes, the same operations in the same order. */

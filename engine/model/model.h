@@ -9,7 +9,7 @@
  *   linear.c     fused passes: parallel prologue (norm / SwiGLU /
  *                quantization), barrier, matvec/gemm rows through the
  *                kernel table split over the pool, residual-add epilogue
- *   attention.c  KV cache (K and V transposed per kv head), q/k norm +
+ *   attention.c  KV cache (K tiled transposed, V by slot), q/k norm +
  *                rope, attention of each kv-head group (kernels:
  *                attention_x86.c, portable C in attention.c)
  *   moe.c        router (softmax top-k) and the expert MLPs

@@ -5,6 +5,7 @@
  * when an eval asks for all rows of a longer call.
  */
 #include "model/session.h"
+#include "model/attention.h"
 #include "kernels/kernels.h"
 
 #include <stdlib.h>
@@ -42,6 +43,17 @@ static size_t max_act_bytes(const tb_model_t *m) {
     return b;
 }
 
+/* Bytes of one layer's K / V cache of cap slots, 64-byte multiples. */
+static size_t kv_k_bytes(const tb_session_t *s, int32_t cap) {
+    const tb_model_info_t *in = &s->m->info;
+    const size_t T = TB_KV_TILE, slots = ((size_t)cap + T - 1) / T * T;
+    return (slots * (size_t)in->n_head_kv * (size_t)in->head_dim * s->kv_elem + 63) & ~(size_t)63;
+}
+static size_t kv_v_bytes(const tb_session_t *s, int32_t cap) {
+    const tb_model_info_t *in = &s->m->info;
+    return ((size_t)cap * (size_t)in->n_head_kv * (size_t)in->head_dim * s->kv_elem + 63) & ~(size_t)63;
+}
+
 static int alloc_buffers(tb_session_t *s) {
     const tb_model_t *m = s->m;
     const tb_model_info_t *in = &m->info;
@@ -54,13 +66,15 @@ static int alloc_buffers(tb_session_t *s) {
     bool fail = false;
 
     /* KV of every layer in one huge-page arena: decode streams it like
-     * the weights. Slices are 64-byte aligned (nkv * kv_elem is). */
+     * the weights. Slices are 64-byte aligned. */
     s->kv = calloc((size_t)in->n_layer, sizeof *s->kv);
     if (!s->kv) return tb_err(TB_ERR_NOMEM, "out of memory for the KV cache table");
+    /* K (n_head_kv, cap / TB_KV_TILE tiles rounded up, head_dim, TB_KV_TILE),
+     * V (n_head_kv, cap, head_dim): attention.h. */
     size_t kv_total = 0;
     for (int32_t il = 0; il < in->n_layer; il++) {
         s->kv[il].cap = m->layers[il].sliding ? TB_MIN(in->n_swa, s->p.n_ctx) : s->p.n_ctx;
-        kv_total += 2 * (((size_t)s->kv[il].cap * nkv * s->kv_elem + 63) & ~(size_t)63);
+        kv_total += kv_k_bytes(s, s->kv[il].cap) + kv_v_bytes(s, s->kv[il].cap);
     }
     s->kv_arena = tb_huge_alloc(kv_total);
     if (!s->kv_arena) return tb_err(TB_ERR_NOMEM, "out of memory for %zu bytes of KV cache", kv_total);
@@ -68,10 +82,9 @@ static int alloc_buffers(tb_session_t *s) {
     uint8_t *at = s->kv_arena;
     for (int32_t il = 0; il < in->n_layer; il++) {
         tb_kv_layer_t *kv = &s->kv[il];
-        const size_t sz = ((size_t)kv->cap * nkv * s->kv_elem + 63) & ~(size_t)63;
         kv->k = at;
-        kv->v = at + sz;
-        at += 2 * sz;
+        kv->v = at + kv_k_bytes(s, kv->cap);
+        at += kv_k_bytes(s, kv->cap) + kv_v_bytes(s, kv->cap);
     }
     s->act_bytes = max_act_bytes(m);
     s->x = salloc(s, nb * E * f, &fail);
@@ -86,7 +99,7 @@ static int alloc_buffers(tb_session_t *s) {
     s->rope_sn = salloc(s, 2 * nb * (size_t)(in->rope_dims / 2) * f, &fail);
     const size_t group = (size_t)(in->n_head / in->n_head_kv);
     s->sc_ld = ((int64_t)s->p.n_ctx + 15) / 16 * 16;
-    s->sc_per_thread = group * ((size_t)s->sc_ld + (size_t)in->head_dim);
+    s->sc_per_thread = group * (size_t)s->sc_ld;
     s->scores = salloc(s, (size_t)s->p.n_threads * s->sc_per_thread * f, &fail);
     s->jobs = salloc(s, (2 * X + 8) * sizeof *s->jobs, &fail);
     if (F) {

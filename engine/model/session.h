@@ -3,11 +3,12 @@
  * attention.c and moe.c (not public).
  *
  * KV cache: per layer, position p in slot p % cap; cap = n_ctx for global
- * layers and min(n_swa, n_ctx) for sliding layers (a ring). K and V are
- * both stored transposed, (n_head_kv, head_dim, cap): the scores of a block
- * of positions are sum_d Kt[d][block] * q[d] (each K chunk converted once
- * for every query head of the group, no horizontal sums) and the weighted
- * sum over positions is a product with rows of Vt. attention.c writes a
+ * layers and min(n_swa, n_ctx) for sliding layers (a ring). K is stored
+ * in tiles of TB_KV_TILE slots, each transposed (head_dim, TB_KV_TILE), V
+ * as one row per slot (attention.h): the scores of a tile are
+ * sum_d K[tile][d][:] * q[d] (each K line converted once for every query
+ * head of the group, no horizontal sums), the weighted sum is p-weighted V
+ * rows, and both read the cache as linear streams. attention.c writes a
  * token's K/V into its slot before the token attends, and orders the
  * writes so that a ring slot is never overwritten while a token of the
  * same chunk still needs it.
@@ -20,8 +21,9 @@
 #include "model/model.h"
 
 typedef struct tb_kv_layer {
-    void *k;                         /* (n_head_kv, head_dim, cap) kv_type  */
-    void *v;                         /* (n_head_kv, head_dim, cap) kv_type  */
+    void *k;                         /* (n_head_kv, ceil(cap / TB_KV_TILE),
+                                        head_dim, TB_KV_TILE) kv_type       */
+    void *v;                         /* (n_head_kv, cap, head_dim) kv_type  */
     int32_t cap;
 } tb_kv_layer_t;
 
@@ -49,7 +51,7 @@ struct tb_session {
     float *ff_g, *ff_u;              /* (nb, n_ff) dense gate/up          */
     float *rope_cs, *rope_sn;        /* (2, nb, rope_dims/2): [0] base, [1] base_swa */
     float *scores;                   /* (n_threads, sc_per_thread): per thread
-                                        (group, sc_ld) scores + (group, head_dim) */
+                                        (group, sc_ld) scores                */
     size_t act_bytes;                /* max row bytes of act              */
 
     /* ---- MoE scratch (nr = nb * n_expert_used routed rows) ---- */

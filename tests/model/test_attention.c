@@ -1,17 +1,20 @@
 /*
  * test_attention.c — the attention kernels of every tier this CPU has
  * (attention.h) against plain double-precision references, checkasm style:
- *  - scores over Kt (head_dim, cap) for f16 and f32 caches, group sizes
- *    1..16, head_dim 8..128 (odd multiples included), runs of odd lengths
- *    starting anywhere in a ring row, up to its end;
+ *  - scores over the tiled K cache (tiles of (head_dim, TB_KV_TILE)) for
+ *    f16 and f32 caches, group sizes 1..16, head_dim 8..128 (odd
+ *    multiples included), runs of odd lengths starting anywhere in a ring
+ *    (mid-tile included), up to its end;
  *  - every f16 bit pattern converted exactly;
- *  - only the run's columns written, only its Kt columns read (NaN around),
- *    each score bit-identical whatever the run cut and the head batch
- *    (the decode == prefill contract);
- *  - the weighted sum over Vt (any group size for the C tiers, those
- *    dividing the vector width for AVX2 / AVX-512): values, exactly
- *    G x head_dim outputs written, NaN probabilities and V outside the run
- *    ignored;
+ *  - only the run's columns written, only its K slots used (NaN in every
+ *    other slot, the tiles' padding included), each score bit-identical
+ *    whatever the run cut and the head batch (the decode == prefill
+ *    contract);
+ *  - the weighted sum over V rows (cap, head_dim), any group size, head
+ *    dims the tier's vector width divides: values, exactly G x head_dim
+ *    outputs written, NaN probabilities and V rows outside the run
+ *    ignored, accumulation onto o, a run cut in two (second part
+ *    accumulated) bit-identical to the whole run;
  *  - softmax with scale against double, every tail length; its e^x
  *    bit-identical to tb_op_exp on every tier.
  */
@@ -40,17 +43,41 @@ static int irand(int lo, int hi) { return lo + (int)urand(0.0f, (float)(hi - lo 
 
 static const tb_isa_t isas[] = {TB_ISA_REF, TB_ISA_GENERIC, TB_ISA_AVX2, TB_ISA_AVX512, TB_ISA_NEON};
 
-/* A cache row block (hd, cap) of the given type with random values in
- * columns [s, s + n) and NaN elsewhere. */
-static void *make_t(bool f16, int hd, int cap, int s, int n, float amp) {
-    void *p = malloc((size_t)hd * (size_t)cap * (f16 ? 2 : 4));
+/* The tiled K cache of one kv head, cap slots (attention.h): random values
+ * in slots [s, s + n), NaN in every other slot and the last tile's
+ * padding. */
+static void *make_k(bool f16, int hd, int cap, int s, int n, float amp) {
+    const int T = TB_KV_TILE, slots = (cap + T - 1) / T * T;
+    void *p = malloc((size_t)hd * (size_t)slots * (f16 ? 2 : 4));
     assert_non_null(p);
-    for (int d = 0; d < hd; d++)
-        for (int c = 0; c < cap; c++) {
+    for (int c = 0; c < slots; c++)
+        for (int d = 0; d < hd; d++) {
             const bool in = c >= s && c < s + n;
             const float v = in ? urand(-amp, amp) : NAN;
-            if (f16) ((tb_fp16_t *)p)[(size_t)d * cap + c] = tb_fp32_to_fp16(v);
-            else ((float *)p)[(size_t)d * cap + c] = v;
+            const size_t i = ((size_t)(c / T) * (size_t)hd + (size_t)d) * (size_t)T + (size_t)(c % T);
+            if (f16) ((tb_fp16_t *)p)[i] = tb_fp32_to_fp16(v);
+            else ((float *)p)[i] = v;
+        }
+    return p;
+}
+
+/* Index of K(d, slot) in make_k's layout. */
+static size_t kidx(int hd, int d, int slot) {
+    const int T = TB_KV_TILE;
+    return ((size_t)(slot / T) * (size_t)hd + (size_t)d) * (size_t)T + (size_t)(slot % T);
+}
+
+/* The V cache of one kv head, (cap, hd): random values in rows [s, s + n),
+ * NaN in the others. */
+static void *make_v(bool f16, int hd, int cap, int s, int n, float amp) {
+    void *p = malloc((size_t)hd * (size_t)cap * (f16 ? 2 : 4));
+    assert_non_null(p);
+    for (int c = 0; c < cap; c++)
+        for (int d = 0; d < hd; d++) {
+            const bool in = c >= s && c < s + n;
+            const float v = in ? urand(-amp, amp) : NAN;
+            if (f16) ((tb_fp16_t *)p)[(size_t)c * hd + d] = tb_fp32_to_fp16(v);
+            else ((float *)p)[(size_t)c * hd + d] = v;
         }
     return p;
 }
@@ -63,16 +90,14 @@ static double at(const void *p, bool f16, size_t i) {
 static void scores_case(const tb_att_kernels_t *ak, const char *name, bool f16, int G, int hd,
                         int cap, int s, int n) {
     const int64_t ld = n + 5;
-    void *Kt = make_t(f16, hd, cap, s, n, 2.0f);
-    const size_t el = f16 ? 2 : 4;
-    const void *K0 = (const uint8_t *)Kt + (size_t)s * el;          /* (hd, cap) from column s */
+    void *Kt = make_k(f16, hd, cap, s, n, 2.0f);                    /* (tiles, hd, T) */
     float *q = malloc((size_t)G * hd * sizeof *q);                  /* (G, hd) */
     float *sc = malloc((size_t)(G + 1) * ld * sizeof *sc);          /* (G + 1, ld) */
     float *s2 = malloc((size_t)(G + 1) * ld * sizeof *s2);
     for (int i = 0; i < G * hd; i++) q[i] = urand(-3.0f, 3.0f);
     memset(sc, 0xA5, (size_t)(G + 1) * ld * sizeof *sc);
     memset(s2, 0xA5, (size_t)(G + 1) * ld * sizeof *s2);
-    ak->scores(K0, (size_t)cap, f16, q, G, hd, sc, ld, n);
+    ak->scores(Kt, s, f16, q, G, hd, sc, ld, n);
     for (int h = 0; h < G + 1; h++)
         for (int64_t j = 0; j < ld; j++) {
             const float got = sc[h * ld + j];
@@ -84,7 +109,7 @@ static void scores_case(const tb_att_kernels_t *ak, const char *name, bool f16, 
             }
             double ref = 0.0, mag = 0.0;
             for (int d = 0; d < hd; d++) {
-                const double t = at(K0, f16, (size_t)d * cap + (size_t)j) * q[h * hd + d];
+                const double t = at(Kt, f16, kidx(hd, d, s + (int)j)) * q[h * hd + d];
                 ref += t;
                 mag += fabs(t);
             }
@@ -94,13 +119,13 @@ static void scores_case(const tb_att_kernels_t *ak, const char *name, bool f16, 
         }
     /* the same bits for a cut run and for one head at a time */
     const int a = irand(0, n);
-    ak->scores(K0, (size_t)cap, f16, q, G, hd, s2, ld, a);
-    ak->scores((const uint8_t *)K0 + (size_t)a * el, (size_t)cap, f16, q, G, hd, s2 + a, ld, n - a);
+    ak->scores(Kt, s, f16, q, G, hd, s2, ld, a);
+    ak->scores(Kt, s + a, f16, q, G, hd, s2 + a, ld, n - a);
     for (int h = 0; h < G; h++)
         if (memcmp(sc + h * ld, s2 + h * ld, (size_t)n * sizeof *sc))
             fail_msg("%s scores not cut-invariant (G %d hd %d n %d cut %d)", name, G, hd, n, a);
     for (int h = 0; h < G; h++) {
-        ak->scores(K0, (size_t)cap, f16, q + h * hd, 1, hd, s2 + h * ld, ld, n);
+        ak->scores(Kt, s, f16, q + h * hd, 1, hd, s2 + h * ld, ld, n);
         if (memcmp(sc + h * ld, s2 + h * ld, (size_t)n * sizeof *sc))
             fail_msg("%s scores of head %d depend on the head batch (G %d hd %d n %d)", name, h, G, hd, n);
     }
@@ -132,43 +157,55 @@ static void test_scores(void **st) {
     }
 }
 
-/* One weighted-sum case on one tier (its wsum must support G and hd). */
+/* One weighted-sum case on one tier (its wsum must support hd). */
 static void wsum_case(const tb_att_kernels_t *ak, const char *name, bool f16, int G, int hd,
                       int cap, int s, int n) {
     const int64_t ld = n + 7;
-    void *Vt = make_t(f16, hd, cap, s, n, 1.5f);
+    void *V = make_v(f16, hd, cap, s, n, 1.5f);                     /* (cap, hd) */
     const size_t el = f16 ? 2 : 4;
-    const void *V0 = (const uint8_t *)Vt + (size_t)s * el;
+    const uint8_t *V0 = (const uint8_t *)V + (size_t)s * (size_t)hd * el;   /* (n, hd) */
     float *p = malloc((size_t)G * ld * sizeof *p);                  /* (G, ld) */
     float *o = malloc((size_t)(G * hd + 16) * sizeof *o);           /* (G, hd) + guard */
+    float *o2 = malloc((size_t)(G * hd + 16) * sizeof *o2);
+    float *base = malloc((size_t)G * hd * sizeof *base);            /* (G, hd) */
     for (int h = 0; h < G; h++)
         for (int64_t j = 0; j < ld; j++) p[h * ld + j] = j < n ? urand(0.0f, 1.0f) : NAN;
-    for (int i = 0; i < G * hd + 16; i++) o[i] = NAN;
-    ak->wsum(V0, (size_t)cap, f16, p, ld, G, hd, o, n);
-    for (int h = 0; h < G; h++)
-        for (int d = 0; d < hd; d++) {
-            double ref = 0.0, mag = 0.0;
-            for (int j = 0; j < n; j++) {
-                const double t = (double)p[h * ld + j] * at(V0, f16, (size_t)d * cap + (size_t)j);
-                ref += t;
-                mag += fabs(t);
+    for (int i = 0; i < G * hd; i++) base[i] = urand(-2.0f, 2.0f);
+    for (int pass = 0; pass < 2; pass++) {                          /* 0: o = sum, 1: o += sum */
+        for (int i = 0; i < G * hd + 16; i++) o[i] = pass ? (i < G * hd ? base[i] : NAN) : NAN;
+        ak->wsum(V0, f16, p, ld, G, hd, o, n, pass == 1);
+        for (int h = 0; h < G; h++)
+            for (int d = 0; d < hd; d++) {
+                double ref = pass ? base[h * hd + d] : 0.0, mag = fabs(ref);
+                for (int j = 0; j < n; j++) {
+                    const double t = (double)p[h * ld + j] * at(V0, f16, (size_t)j * hd + (size_t)d);
+                    ref += t;
+                    mag += fabs(t);
+                }
+                const float got = o[h * hd + d];
+                if (!(fabs(got - ref) <= 1.2e-7 * (n + 8) * mag + 1e-30))
+                    fail_msg("%s wsum %s G %d hd %d cap %d s %d n %d acc %d: [%d][%d] %.9g vs %.9g",
+                             name, f16 ? "f16" : "f32", G, hd, cap, s, n, pass, h, d, got, ref);
             }
-            const float got = o[h * hd + d];
-            if (!(fabs(got - ref) <= 1.2e-7 * (n + 8) * mag + 1e-30))
-                fail_msg("%s wsum %s G %d hd %d cap %d s %d n %d: [%d][%d] %.9g vs %.9g", name,
-                         f16 ? "f16" : "f32", G, hd, cap, s, n, h, d, got, ref);
-        }
-    for (int i = G * hd; i < G * hd + 16; i++)
-        if (!isnan(o[i])) fail_msg("%s wsum wrote past G x hd", name);
-    free(Vt); free(p); free(o);
+        for (int i = G * hd; i < G * hd + 16; i++)
+            if (!isnan(o[i])) fail_msg("%s wsum wrote past G x hd", name);
+    }
+    /* a run cut in two, the second part accumulated: the same bits */
+    const int a = irand(0, n);
+    for (int i = 0; i < G * hd; i++) o2[i] = NAN;
+    ak->wsum(V0, f16, p, ld, G, hd, o, n, false);
+    ak->wsum(V0, f16, p, ld, G, hd, o2, a, false);
+    ak->wsum(V0 + (size_t)a * (size_t)hd * el, f16, p + a, ld, G, hd, o2, n - a, true);
+    if (memcmp(o, o2, (size_t)G * hd * sizeof *o))
+        fail_msg("%s wsum not cut-invariant (G %d hd %d n %d cut %d)", name, G, hd, n, a);
+    free(V); free(p); free(o); free(o2); free(base);
 }
 
 static void test_wsum(void **st) {
     (void)st;
     static const int Gs[] = {1, 2, 3, 4, 5, 8, 16};
-    static const int hds[] = {8, 16, 32, 40, 64, 128, 144};
+    static const int hds[] = {8, 16, 32, 40, 48, 64, 80, 128, 144};
     static const int caps[] = {16, 33, 100, 577};
-    int ran = 0;
     for (size_t ii = 0; ii < TB_ARRAY_LEN(isas); ii++) {
         if (!tb_kernels_for(isas[ii])) continue;
         const tb_att_kernels_t *ak = tb_att_kernels_for(isas[ii]);
@@ -177,24 +214,25 @@ static void test_wsum(void **st) {
         for (int f = 0; f < 2; f++)
             for (size_t ci = 0; ci < TB_ARRAY_LEN(caps); ci++) {
                 const int cap = caps[ci];
-                for (int rep = 0; rep < 6; rep++) {
-                    int G, hd;
-                    do G = Gs[irand(0, (int)TB_ARRAY_LEN(Gs) - 1)]; while (L % G);
+                for (int rep = 0; rep < 8; rep++) {
+                    const int G = Gs[irand(0, (int)TB_ARRAY_LEN(Gs) - 1)];
+                    int hd;
                     do hd = hds[irand(0, (int)TB_ARRAY_LEN(hds) - 1)]; while (hd % L);
                     const int s = rep == 0 ? 0 : irand(0, cap - 1);
                     const int n = rep < 2 ? cap - s : irand(1, cap - s);
                     wsum_case(ak, name, f == 1, G, hd, cap, s, n);
-                    ran++;
                 }
             }
         for (int n = 1; n <= 40; n++) wsum_case(ak, name, true, 4, L, 48, 48 - n, n);
+        /* the decode shapes: llama-1b (G 4, hd 64), maple-preview (G 4, hd 128) */
+        if (64 % L == 0) wsum_case(ak, name, true, 4, 64, 1030, 3, 1027);
+        if (128 % L == 0) wsum_case(ak, name, true, 4, 128, 512, 1, 511);
     }
-    (void)ran;
 }
 
-/* Every f16 bit pattern through scores with q = 1 (hd 1): the exact
- * value (+-0 alike, any NaN for NaN), e.g. the C tiers' branch-free
- * conversion on subnormals, infinities and NaNs. */
+/* Every f16 bit pattern through scores with q = 1 (hd 1: the tiled layout
+ * is then linear): the exact value (+-0 alike, any NaN for NaN), e.g. the
+ * C tiers' branch-free conversion on subnormals, infinities and NaNs. */
 static void test_scores_f16_exact(void **st) {
     (void)st;
     const int n = 65536;
@@ -204,7 +242,7 @@ static void test_scores_f16_exact(void **st) {
     for (int i = 0; i < n; i++) Kt[i] = (tb_fp16_t)i;
     for (size_t ii = 0; ii < TB_ARRAY_LEN(isas); ii++) {
         if (!tb_kernels_for(isas[ii])) continue;
-        tb_att_kernels_for(isas[ii])->scores(Kt, (size_t)n, true, &one, 1, 1, sc, n, n);
+        tb_att_kernels_for(isas[ii])->scores(Kt, 0, true, &one, 1, 1, sc, n, n);
         for (int i = 0; i < n; i++) {
             const float want = tb_fp16_to_fp32((tb_fp16_t)i);
             if (!(sc[i] == want || (isnan(want) && isnan(sc[i]))))
