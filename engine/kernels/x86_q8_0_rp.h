@@ -59,11 +59,12 @@ static void repack_q8_0(const void *W, size_t ws, int64_t rows, int64_t n, void 
     for (int64_t g = 0; g < ng; g++) {
         q8_0_grp *og = (q8_0_grp *)out + g * nb;   // (nb) group blocks
         const int kn = (int)TB_MIN(TB_Q8RP_ROWS, rows - g * TB_Q8RP_ROWS);
-        if (kn < TB_Q8RP_ROWS)   /* full groups: every byte is written below */
-            for (int64_t i = 0; i < nb; i++) {
-                memset(og[i].q, 0x80, sizeof og[i].q);
-                memset(og[i].d, 0, sizeof og[i].d);
-            }
+        if (kn < TB_Q8RP_ROWS) {   /* full groups: every byte is written below */
+            q8_0_grp pad;
+            memset(pad.q, 0x80, sizeof pad.q);
+            memset(pad.d, 0, sizeof pad.d);
+            for (int64_t i = 0; i < nb; i++) og[i] = pad;
+        }
         for (int k = 0; k < kn; k++) {
             const block_q8_0 *x = (const block_q8_0 *)((const uint8_t *)W + (size_t)(g * TB_Q8RP_ROWS + k) * ws);   // (nb)
             for (int64_t i = 0; i < nb; i++) {

@@ -16,6 +16,8 @@
  *   Q4_0 shapes   32-element blocks: columns not multiples of QK_K, odd
  *                 block counts, 1/15/17-row matrices, and rows past the
  *                 repacked kernels' length limit (file layout fallback).
+ *   Q8_0 shapes   the same for Q8_0, plus hand-made extremes (codes and
+ *                 activations at -128/+127, a different scale per row).
  * On a machine whose best tier repacks nothing, registration must be a
  * no-op (0 extra bytes) and the test says so.
  */
@@ -340,6 +342,103 @@ static void test_q4_K_extremes(void **state) {
     }
 }
 
+/* Q8_0 (32-element blocks, 16-row groups on AVX-512 VNNI), on every tier
+ * this CPU runs that repacks it: as test_q4_0_shapes (odd block counts,
+ * 1/15/17-row matrices, ranges that cut groups) plus rows of exactly 1024
+ * blocks (the longest the repacked path takes) and 1025 (file layout). */
+static void test_q8_0_shapes(void **state) {
+    (void)state;
+    static const struct { int64_t rows, n; } shapes[] = {
+        {1, 32}, {15, 96}, {17, 416}, {37, 32 * 33}, {53, 32 * 65}, {16, 32 * 7}, {33, 2048 + 32}, {18, 32 * 1024},
+    };
+    const tb_isa_t active = tb_isa_active();
+    int n_tiers = 0;
+    for (int isa = TB_ISA_REF; isa <= (int)tb_isa_best(); isa++) {
+        if (tb_isa_set((tb_isa_t)isa) != TB_OK) continue;
+        if (!tb_kernels()->t[TB_TYPE_Q8_0].repack) {
+            assert_false(check_shape(TB_TYPE_Q8_0, 17, 96, true));
+            continue;
+        }
+        n_tiers++;
+        for (size_t i = 0; i < TB_ARRAY_LEN(shapes); i++)
+            if (!check_shape(TB_TYPE_Q8_0, shapes[i].rows, shapes[i].n, true))
+                fail_msg("q8_0: tier %s stopped repacking", tb_isa_name((tb_isa_t)isa));
+        assert_true(check_shape(TB_TYPE_Q8_0, 17, 32 * 1025, false));
+    }
+    assert_int_equal(tb_isa_set(active), TB_OK);
+    if (!n_tiers) skip();
+}
+
+/* Q8_0 on the repacked layout with hand-made extremes: codes -128 and +127
+ * (every code byte through the xor 0x80 unsigned form), activations all
+ * -128 or all +127 (the largest block sums: the -128 * sum offset), every
+ * row its own scale (powers of two 2^-8 .. 2^7 in a pattern that differs
+ * between neighbouring rows and from block to block, so a scale read from
+ * the wrong lane, row or block is far outside the budget), row counts and
+ * [r0, r1) that cut 16-row groups, 20 tokens (two full gemm passes of 8
+ * and a tail of 4). matvec within budget of the _ref, gemm bit-identical to
+ * matvec, rows outside [r0, r1) untouched. */
+static void test_q8_0_extremes(void **state) {
+    (void)state;
+    const tb_type_kernels_t *e = &tb_kernels()->t[TB_TYPE_Q8_0];
+    if (!e->repack) skip();
+    const tb_kernels_t *ref = tb_kernels_for(TB_ISA_REF);
+    static const struct { int64_t rows, nb, r0, r1; } cases[] = {
+        {21, 3, 3, 19}, {40, 64, 16, 37}, {16, 1, 0, 16}, {35, 9, 1, 34},
+    };
+    enum { NT = 20, MAXR = 40 };
+    for (size_t c = 0; c < TB_ARRAY_LEN(cases); c++) {
+        const int64_t rows = cases[c].rows, nb = cases[c].nb, n = QK8_0 * nb, r0 = cases[c].r0, r1 = cases[c].r1;
+        const size_t ws = tb_type_row_bytes(TB_TYPE_Q8_0, n), as = tb_act_row_bytes(TB_TYPE_Q8_0, n);
+        uint8_t *W = xalloc(ws * (size_t)rows);   // (rows, n) Q8_0
+        for (int64_t r = 0; r < rows; r++)
+            for (int64_t i = 0; i < nb; i++) {
+                block_q8_0 *b = (block_q8_0 *)(W + ws * (size_t)r) + i;
+                b->d = tb_fp32_to_fp16(ldexpf(1.0f + 0.5f * frand(), (int)((r * 7 + i * 3) % 16) - 8));
+                for (int j = 0; j < QK8_0; j++)
+                    b->qs[j] = (int8_t)(r % 5 == 2 ? -128 : r % 5 == 3 ? 127 : (int)(rnd() & 0xFF) - 128);
+            }
+        uint8_t *A = xalloc(as * NT);   // (NT, n / 32) Q8_0
+        for (int t = 0; t < NT; t++)
+            for (int64_t i = 0; i < nb; i++) {
+                block_q8_0 *y = (block_q8_0 *)(A + as * (size_t)t) + i;
+                y->d = tb_fp32_to_fp16(t < 2 ? 1.0f : 0.01f * (1.5f + frand()));
+                for (int j = 0; j < QK8_0; j++)
+                    y->qs[j] = (int8_t)(t == 0 ? -128 : t == 1 ? 127 : (int)(rnd() & 0xFF) - 128);
+            }
+        float want[NT][MAXR], y[NT][MAXR], Y[NT][MAXR];
+        double tol[NT][MAXR];
+        for (int t = 0; t < NT; t++)
+            for (int64_t r = 0; r < rows; r++) {
+                const uint8_t *wr = W + ws * (size_t)r, *ar = A + as * (size_t)t;
+                ref->t[TB_TYPE_Q8_0].vec_dot(n, &want[t][r], wr, ar);
+                tol[t][r] = budget(TB_TYPE_Q8_0, wr, ar, n);
+            }
+        const int owner = 0;
+        assert_int_equal(tb_repack_register(&owner, TB_TYPE_Q8_0, W, ws, rows, n, 1, NULL, NULL), TB_OK);
+        memset(W, 0x5A, ws * (size_t)rows);   /* only the copy may be read from here on */
+        for (int t = 0; t < NT; t++) {
+            fill_nan(y[t], MAXR);
+            e->matvec(W, ws, A + as * (size_t)t, y[t], r0, r1, n);
+            for (int64_t r = 0; r < rows; r++) {
+                if (r < r0 || r >= r1) {
+                    if (!isnan(y[t][r])) fail_msg("q8_0: matvec wrote row %lld outside [%lld, %lld)", (long long)r,
+                                                  (long long)r0, (long long)r1);
+                } else if (!(fabs((double)y[t][r] - want[t][r]) <= tol[t][r])) {
+                    fail_msg("q8_0 extremes (%lld x %lld) token %d row %lld: got %.9g want %.9g (budget %.3g)",
+                             (long long)rows, (long long)n, t, (long long)r, y[t][r], want[t][r], tol[t][r]);
+                }
+            }
+        }
+        fill_nan(&Y[0][0], NT * MAXR);
+        e->gemm(W, ws, A, as, NT, &Y[0][0], MAXR, r0, r1, n);
+        assert_memory_equal(Y, y, sizeof Y);   /* NaN bytes outside [r0, r1) are the same too */
+        tb_repack_release(&owner);
+        free(A);
+        free(W);
+    }
+}
+
 /* Two owners: releasing one leaves the other's registrations in place. */
 static void test_owners(void **state) {
     (void)state;
@@ -376,6 +475,8 @@ int main(void) {
         cmocka_unit_test(test_fx_shapes),
         cmocka_unit_test(test_q4_K_shapes),
         cmocka_unit_test(test_q4_K_extremes),
+        cmocka_unit_test(test_q8_0_shapes),
+        cmocka_unit_test(test_q8_0_extremes),
         cmocka_unit_test(test_owners),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
