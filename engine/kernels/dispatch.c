@@ -69,8 +69,10 @@ static void detect_x86(void) {
     bool bw = f[CPU_FEATURE_AVX512BW] || ((b7 >> 30) & 1);
     bool vl = f[CPU_FEATURE_AVX512VL] || ((b7 >> 31) & 1);
     bool vnni = f[CPU_FEATURE_AVX512VNNI] || ((c7 >> 11) & 1);
+    bool vbmi = f[CPU_FEATURE_AVX512VBMI] || ((c7 >> 1) & 1);
     tb_cpu.avx512 = tb_cpu.avx2 && zmm_os && f512 && bw && vl && dq;
     tb_cpu.avx512vnni = tb_cpu.avx512 && vnni;
+    tb_cpu.avx512vbmi = tb_cpu.avx512 && vbmi;
     unsigned a, b, c, d;
     if (tb_cpu.avx512 && __get_cpuid_count(7, 1, &a, &b, &c, &d))
         tb_cpu.avx512bf16 = (a >> 5) & 1;

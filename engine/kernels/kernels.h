@@ -41,6 +41,9 @@ typedef struct tb_type_kernels {
      * repacked copy if one is registered (else the file layout). */
     tb_repack_fn repack;
     int repack_rows;                /* rows per interleaved group (0: none) */
+    /* Optional: bytes of the copy of `rows` rows (row stride ws) when the
+     * layout is not the file rows padded to repack_rows (tb_repack_bytes). */
+    size_t (*repack_bytes)(size_t ws, int64_t rows);
 } tb_type_kernels_t;
 
 /* Sum of the n/8 64-bit words at p (n % 64 == 0, p 64-byte aligned): the
@@ -62,7 +65,7 @@ const tb_kernels_t *tb_kernels_for(tb_isa_t isa);
 /* CPU features found by the dispatcher before the tiers' fill functions
  * run (a tier may pick variants from them, e.g. VNNI inside AVX-512). */
 typedef struct tb_cpu_features {
-    bool avx2, avx512, avx512vnni, avx512bf16;   /* x86-64  */
+    bool avx2, avx512, avx512vnni, avx512bf16, avx512vbmi;   /* x86-64  */
     bool neon, dotprod;                          /* aarch64 */
 } tb_cpu_features_t;
 extern tb_cpu_features_t tb_cpu;
@@ -101,6 +104,10 @@ const void *tb_repack_lookup(const void *W, size_t ws, tb_isa_t isa, tb_type_t t
 /* Bytes of a repacked matrix of `rows` rows of ws bytes in groups of g. */
 static inline size_t tb_repack_bytes(size_t ws, int64_t rows, int g) {
     return ws * (size_t)((rows + g - 1) / g * g);
+}
+/* Bytes of the repacked copy of `rows` rows for kernel entry e. */
+static inline size_t tb_repack_entry_bytes(const tb_type_kernels_t *e, size_t ws, int64_t rows) {
+    return e->repack_bytes ? e->repack_bytes(ws, rows) : tb_repack_bytes(ws, rows, e->repack_rows);
 }
 
 /* Bytes of one activation row of n elements for weight type t. */

@@ -48,7 +48,7 @@ size_t tb_repack_size(tb_type_t t, size_t ws, int64_t rows, int64_t n_mat) {
     if ((unsigned)t >= TB_TYPE_COUNT || rows < 1 || n_mat < 1) return 0;
     const tb_type_kernels_t *e = &tb_kernels()->t[t];
     if (!e->repack || e->repack_rows < 1) return 0;
-    return tb_repack_bytes(ws, rows, e->repack_rows) * (size_t)n_mat;
+    return tb_repack_entry_bytes(e, ws, rows) * (size_t)n_mat;
 }
 
 int tb_repack_register(const void *owner, tb_type_t t, const void *W, size_t ws, int64_t rows,
@@ -58,7 +58,7 @@ int tb_repack_register(const void *owner, tb_type_t t, const void *W, size_t ws,
     const tb_kernels_t *k = tb_kernels();
     const tb_type_kernels_t *e = &k->t[t];
     if (!e->repack || e->repack_rows < 1) return TB_OK;
-    const size_t rp = tb_repack_bytes(ws, rows, e->repack_rows);
+    const size_t rp = tb_repack_entry_bytes(e, ws, rows);
     assert(((uintptr_t)dst & 63) == 0);
     uint8_t *data = dst ? dst : tb_alloc_aligned(rp * (size_t)n_mat);
     if (!data)

@@ -94,6 +94,7 @@ void tb_kernels_fill_avx512(tb_kernels_t *k) {
         k->t[TB_TYPE_TQ1_0].gemm = gemm_tq1_0_vnni_rp;
         k->t[TB_TYPE_TQ1_0].repack = repack_tq1_0;
         k->t[TB_TYPE_TQ1_0].repack_rows = TB_RP_ROWS;
+        k->t[TB_TYPE_TQ1_0].repack_bytes = repack_bytes_tq1_0;   /* 5-bit layout with VBMI */
         TB_X86_SET(k, TB_TYPE_Q4_K, q4_K_vnni, NULL);
         k->t[TB_TYPE_Q4_K].matvec = matvec_q4_K_vnni_rp;
         k->t[TB_TYPE_Q4_K].gemm = gemm_q4_K_vnni_rp;

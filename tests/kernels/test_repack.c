@@ -18,6 +18,11 @@
  *                 repacked kernels' length limit (file layout fallback).
  *   Q8_0 shapes   the same for Q8_0, plus hand-made extremes (codes and
  *                 activations at -128/+127, a different scale per row).
+ *   TQ1_0         odd block counts (1, 3, 5, 7, 22 blocks: the 5-bit layout
+ *                 pairs blocks), 1/15/17/33-row matrices, 64 blocks and
+ *                 65 (file-layout fallback); every byte value 0..255 in qs
+ *                 and qh (the format decodes bytes >= 243 too), activations
+ *                 at -128/+127, 1..9 tokens, ranges that cut groups.
  * On a machine whose best tier repacks nothing, registration must be a
  * no-op (0 extra bytes) and the test says so.
  */
@@ -82,7 +87,6 @@ static void fill_nan(float *y, size_t n) {
 static bool check_shape(tb_type_t wt, int64_t rows, int64_t n, bool poison) {
     const tb_kernels_t *k = tb_kernels();
     const tb_type_kernels_t *e = &k->t[wt];
-    const int g = e->repack_rows;
     static const int64_t tok_counts[] = {1, 3, 8, 9, 17};
     const tb_kernels_t *ref = tb_kernels_for(TB_ISA_REF);
     const int64_t n_mat = 2;
@@ -96,7 +100,7 @@ static bool check_shape(tb_type_t wt, int64_t rows, int64_t n, bool poison) {
         free(W);
         return false;
     }
-    assert_int_equal(extra, tb_repack_bytes(ws, rows, g) * (size_t)n_mat);
+    assert_int_equal(extra, tb_repack_entry_bytes(e, ws, rows) * (size_t)n_mat);
     /* lookup: matrix starts only, this tier and type only */
     assert_non_null(tb_repack_lookup(W, ws, k->isa, wt));
     assert_non_null(tb_repack_lookup(W + ws * (size_t)rows, ws, k->isa, wt));
@@ -440,6 +444,106 @@ static void test_q8_0_extremes(void **state) {
 }
 
 /* Two owners: releasing one leaves the other's registrations in place. */
+/* TQ1_0 shapes through check_shape (random valid codes, poisoned file
+ * bytes): odd and even block counts (the AVX-512 VBMI layout stores
+ * blocks in pairs and pads odd counts), partial groups, the longest
+ * repacked rows (64 blocks) and the file-layout fallback (65). */
+static void test_tq1_0_shapes(void **state) {
+    (void)state;
+    static const struct { int64_t rows, n; } shapes[] = {
+        {1, QK_K}, {15, QK_K * 3}, {17, QK_K * 5}, {33, QK_K * 22}, {16, QK_K * 2}, {32, QK_K * 7}, {17, QK_K * 64},
+    };
+    if (!tb_kernels()->t[TB_TYPE_TQ1_0].repack) {
+        assert_false(check_shape(TB_TYPE_TQ1_0, 17, QK_K, true));
+        skip();
+    }
+    for (size_t i = 0; i < TB_ARRAY_LEN(shapes); i++)
+        assert_true(check_shape(TB_TYPE_TQ1_0, shapes[i].rows, shapes[i].n, true));
+    assert_true(check_shape(TB_TYPE_TQ1_0, 17, QK_K * 65, false));
+}
+
+/* TQ1_0 on the repacked layout with arbitrary bytes: qs and qh take every
+ * value 0..255 (bytes >= 243 are not produced by the quantizer but the
+ * format decodes them, and the repack must decode them the same way), one
+ * row of 0xFF everywhere, scales of both signs; activations all -128, all
+ * +127, then random. matvec within budget of the _ref, gemm (1..9 tokens)
+ * bit-identical to matvec, rows outside [r0, r1) untouched. */
+static void test_tq1_0_bytes(void **state) {
+    (void)state;
+    const tb_type_kernels_t *e = &tb_kernels()->t[TB_TYPE_TQ1_0];
+    if (!e->repack) skip();
+    const tb_kernels_t *ref = tb_kernels_for(TB_ISA_REF);
+    static const struct { int64_t rows, nb, r0, r1; } cases[] = {{21, 3, 3, 19}, {40, 22, 16, 37}, {16, 1, 0, 16}};
+    enum { NT = 9, MAXR = 40 };
+    for (size_t c = 0; c < TB_ARRAY_LEN(cases); c++) {
+        const int64_t rows = cases[c].rows, nb = cases[c].nb, n = QK_K * nb, r0 = cases[c].r0, r1 = cases[c].r1;
+        const size_t ws = tb_type_row_bytes(TB_TYPE_TQ1_0, n), as = tb_act_row_bytes(TB_TYPE_TQ1_0, n);
+        uint8_t *W = xalloc(ws * (size_t)rows);   // (rows, n) TQ1_0
+        unsigned v = 0;
+        for (int64_t r = 0; r < rows; r++)
+            for (int64_t i = 0; i < nb; i++) {
+                block_tq1_0 *b = (block_tq1_0 *)(W + ws * (size_t)r) + i;
+                const bool ff = r == 5;
+                b->d = tb_fp32_to_fp16((r % 3 == 1 ? -1.0f : 1.0f) * (0.5f + frand() * frand()));
+                for (size_t j = 0; j < sizeof b->qs; j++) b->qs[j] = ff ? 0xFF : (uint8_t)(v++ * 7 + (rnd() & 1));
+                for (size_t j = 0; j < sizeof b->qh; j++) b->qh[j] = ff ? 0xFF : (uint8_t)(v++ * 13);
+            }
+        uint8_t *A = xalloc(as * NT);   // (NT, n / 256) Q8_K
+        for (int t = 0; t < NT; t++)
+            for (int64_t i = 0; i < nb; i++) {
+                block_q8_K *y = (block_q8_K *)(A + as * (size_t)t) + i;
+                y->d = t < 2 ? 1.0f : 0.01f * frand();
+                for (int j = 0; j < QK_K; j++)
+                    y->qs[j] = (int8_t)(t == 0 ? -128 : t == 1 ? 127 : (int)(rnd() & 0xFF) - 128);
+                for (int g = 0; g < QK_K / 16; g++) {
+                    int sum = 0;
+                    for (int j = 0; j < 16; j++) sum += y->qs[16 * g + j];
+                    y->bsums[g] = (int16_t)sum;
+                }
+            }
+        float want[NT][MAXR], y[NT][MAXR], Y[NT][MAXR];
+        double tol[NT][MAXR];
+        for (int t = 0; t < NT; t++)
+            for (int64_t r = 0; r < rows; r++) {
+                const uint8_t *wr = W + ws * (size_t)r, *ar = A + as * (size_t)t;
+                ref->t[TB_TYPE_TQ1_0].vec_dot(n, &want[t][r], wr, ar);
+                tol[t][r] = budget(TB_TYPE_TQ1_0, wr, ar, n);
+            }
+        const int owner = 0;
+        assert_int_equal(tb_repack_register(&owner, TB_TYPE_TQ1_0, W, ws, rows, n, 1, NULL, NULL), TB_OK);
+        memset(W, 0x5A, ws * (size_t)rows);   /* only the copy may be read from here on */
+        for (int t = 0; t < NT; t++) {
+            fill_nan(y[t], MAXR);
+            e->matvec(W, ws, A + as * (size_t)t, y[t], r0, r1, n);
+            for (int64_t r = 0; r < rows; r++) {
+                if (r < r0 || r >= r1) {
+                    if (!isnan(y[t][r])) fail_msg("tq1_0: matvec wrote row %lld outside [%lld, %lld)", (long long)r,
+                                                  (long long)r0, (long long)r1);
+                } else if (!(fabs((double)y[t][r] - want[t][r]) <= tol[t][r])) {
+                    fail_msg("tq1_0 bytes (%lld x %lld) token %d row %lld: got %.9g want %.9g (budget %.3g)",
+                             (long long)rows, (long long)n, t, (long long)r, y[t][r], want[t][r], tol[t][r]);
+                }
+            }
+        }
+        for (int nt = 1; nt <= NT; nt++) {
+            for (int t = 0; t < nt; t++) fill_nan(Y[t], MAXR);
+            e->gemm(W, ws, A, as, nt, &Y[0][0], MAXR, r0, r1, n);
+            for (int t = 0; t < nt; t++)
+                for (int64_t r = 0; r < rows; r++) {
+                    if (r < r0 || r >= r1) {
+                        if (!isnan(Y[t][r])) fail_msg("tq1_0: gemm wrote row %lld outside the range", (long long)r);
+                    } else if (memcmp(&Y[t][r], &y[t][r], sizeof(float)) != 0) {
+                        fail_msg("tq1_0 bytes: gemm (%d tokens) token %d row %lld %.9g != matvec %.9g", nt, t,
+                                 (long long)r, Y[t][r], y[t][r]);
+                    }
+                }
+        }
+        tb_repack_release(&owner);
+        free(A);
+        free(W);
+    }
+}
+
 static void test_owners(void **state) {
     (void)state;
     const tb_kernels_t *k = tb_kernels();
@@ -477,6 +581,8 @@ int main(void) {
         cmocka_unit_test(test_q4_K_extremes),
         cmocka_unit_test(test_q8_0_shapes),
         cmocka_unit_test(test_q8_0_extremes),
+        cmocka_unit_test(test_tq1_0_shapes),
+        cmocka_unit_test(test_tq1_0_bytes),
         cmocka_unit_test(test_owners),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
