@@ -268,6 +268,7 @@ typedef struct {
     int threads, ctx, n_prompt, n_gen, reps;
     bool json;
     bool mmap;          /* --mmap: TB_WEIGHTS_MMAP */
+    bool profile;       /* --profile: per-phase split of one more decode run */
 } bench_opts_t;
 
 typedef struct {
@@ -342,6 +343,34 @@ static int bench_test(tb_session_t *s, int32_t n_vocab, const bench_opts_t *o, b
     return rc;
 }
 
+/* The per-phase split of a profiled decode run: ms per token, share of the
+ * run's wall time, weight GB/s of the phase and its % of the roofline bw
+ * (the tg test's median probe). Attention's GB/s counts the KV bytes
+ * tb_model_bytes_per_token gives for the run's mid depth. */
+static void print_profile(const tb_profile_t *p, const tb_bytes_per_token_t *bpt, double bw, bool json) {
+    const double tok = (double)p->tokens;
+    uint64_t rest = p->total_ns;
+    if (json) printf("{\"profile\": \"tg%.0f\", \"total_ms_per_token\": %.4f, \"phases\": [", tok,
+                     p->total_ns / 1e6 / tok);
+    else printf("# profile of one more decode run (%.0f tokens, %.3f ms/token):\n%-10s %10s %7s %9s %9s\n", tok,
+                p->total_ns / 1e6 / tok, "phase", "ms/token", "share", "GB/s", "roofline");
+    for (int i = 0; i < TB_PHASE_COUNT; i++) {
+        const tb_phase_stats_t *ph = &p->phase[i];
+        rest = rest > ph->ns ? rest - ph->ns : 0;
+        const double bytes = i == TB_PHASE_ATTENTION ? (double)bpt->kv * tok : (double)ph->bytes;
+        const double gbps = ph->ns ? bytes / (double)ph->ns : 0;
+        if (json)
+            printf("%s{\"phase\": \"%s\", \"ms_per_token\": %.4f, \"share_pct\": %.2f, \"gbps\": %.3f, "
+                   "\"roofline_pct\": %.2f}", i ? ", " : "", tb_phase_name((tb_phase_t)i), ph->ns / 1e6 / tok,
+                   100.0 * (double)ph->ns / (double)p->total_ns, gbps, 100.0 * gbps / bw);
+        else if (ph->calls)
+            printf("%-10s %10.3f %6.1f%% %9.2f %8.1f%%\n", tb_phase_name((tb_phase_t)i), ph->ns / 1e6 / tok,
+                   100.0 * (double)ph->ns / (double)p->total_ns, gbps, 100.0 * gbps / bw);
+    }
+    if (json) printf("], \"other_ms_per_token\": %.4f}\n", rest / 1e6 / tok);
+    else printf("%-10s %10.3f %6.1f%%\n", "other", rest / 1e6 / tok, 100.0 * (double)rest / (double)p->total_ns);
+}
+
 static int bench_usage(void) {
     fprintf(stderr, "usage: ternbench bench -m F.gguf [-t N] [--ctx C] [-p P] [-n N] [-r R] [--mmap] [--json]\n"
                     "  -t N     threads (default 2)\n"
@@ -349,7 +378,8 @@ static int bench_usage(void) {
                     "  -p P     prompt tokens for the prefill test ppP (default 512; 0 skips it)\n"
                     "  -n N     decoded tokens for the decode test tgN (default 128; 0 skips it)\n"
                     "  -r R     timed repetitions after one warm-up (default 5)\n"
-                    "  --mmap   read weights from the file mapping instead of huge-page copies\n");
+                    "  --mmap   read weights from the file mapping instead of huge-page copies\n"
+                    "  --profile  after the tests, one more decode run split by phase (ms/token, GB/s)\n");
     return 2;
 }
 
@@ -360,6 +390,7 @@ int cmd_bench(int argc, char **argv) {
         int rc = 0;
         if (!strcmp(a, "--json")) { o.json = true; continue; }
         if (!strcmp(a, "--mmap")) { o.mmap = true; continue; }
+        if (!strcmp(a, "--profile")) { o.profile = true; continue; }
         if (!strcmp(a, "-m") || !strcmp(a, "--model")) { if (!v) return bench_usage(); o.model = v; }
         else if (!strcmp(a, "-t") || !strcmp(a, "--threads")) rc = arg_int(argv[0], a, v, 1, 64, &o.threads);
         else if (!strcmp(a, "--ctx")) rc = arg_int(argv[0], a, v, 0, 1 << 20, &o.ctx);
@@ -404,6 +435,14 @@ int cmd_bench(int argc, char **argv) {
                         &bw_after, &res[n_res++]);
     if (!rc && o.n_gen > 0)
         rc = bench_test(s, info.n_vocab, &o, false, o.n_gen, (double)bpt.total, &bw_after, &res[n_res++]);
+    tb_profile_t prof = {0};
+    if (!rc && o.profile && o.n_gen > 0) {   /* untimed by the tests above: its own decode run */
+        double tps;
+        tb_session_set_profile(s, true);
+        rc = time_eval(s, info.n_vocab, o.ctx, o.n_gen, false, &tps);
+        tb_session_get_profile(s, &prof);
+        tb_session_set_profile(s, false);
+    }
     tb_session_free(s);
     tb_model_free(m);
     if (rc) {
@@ -424,6 +463,7 @@ int cmd_bench(int argc, char **argv) {
                    bw_before, bw_after, isa, tb_isa_features(), o.threads, o.ctx,
                    o.reps, tb_type_name(info.main_type), o.mmap ? "mmap" : "copy",
                    (unsigned long long)info.resident_bytes, info.load_ns / 1e9);
+        if (prof.tokens) print_profile(&prof, &bpt, res[n_res - 1].bw_median, true);
         return 0;
     }
     printf("# %s: %s %s, %.2f GB weights; isa %s [%s]; %d thread(s)\n", o.model, info.arch,
@@ -439,5 +479,6 @@ int cmd_bench(int argc, char **argv) {
         printf("%-8s %12.2f %9.2f %14.0f %10.2f %9.2f %8.1f%% %6.1f-%5.1f%%\n", res[i].test, res[i].tps_median,
                res[i].tps_stddev, res[i].bytes_per_token, res[i].gbps, res[i].bw_median, res[i].roofline_pct,
                res[i].roofline_pct_min, res[i].roofline_pct_max);
+    if (prof.tokens) print_profile(&prof, &bpt, res[n_res - 1].bw_median, false);
     return 0;
 }

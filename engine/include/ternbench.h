@@ -457,6 +457,44 @@ void tb_session_reset(tb_session_t *s);          /* empty the KV cache       */
 /* Bytes allocated by the session (KV cache, scratch, logits). */
 uint64_t tb_session_memory_bytes(const tb_session_t *s);
 
+/* ---- where decode time goes (off by default) ----
+ * With profiling on, every forward pass adds the wall time of each phase
+ * (two clock reads per phase per layer) and the weight bytes its matrix
+ * passes read: phase GB/s against the bandwidth probe says which part of a
+ * token is below the roofline. Attention reads the KV cache (its bytes are
+ * not counted here: see tb_model_bytes_per_token). Time outside the phases
+ * (RoPE tables, routing, residual bookkeeping) is total_ns minus their sum. */
+typedef enum tb_phase {
+    TB_PHASE_EMBED = 0,   /* token embedding rows                          */
+    TB_PHASE_QKV,         /* attention norm + Q, K, V projections          */
+    TB_PHASE_ATTENTION,   /* RoPE, QK-norm, KV store, scores, softmax, sum  */
+    TB_PHASE_ATTN_OUT,    /* output projection + residual                  */
+    TB_PHASE_ROUTER,      /* FFN norm + MoE router (MoE only)              */
+    TB_PHASE_FFN_UP,      /* gate and up (dense, or the active experts')   */
+    TB_PHASE_FFN_DOWN,    /* SwiGLU + down (+ expert combine) + residual   */
+    TB_PHASE_OUTPUT,      /* final norm + output head                      */
+    TB_PHASE_COUNT
+} tb_phase_t;
+
+typedef struct tb_phase_stats {
+    uint64_t ns;          /* wall time on the calling thread               */
+    uint64_t bytes;       /* weight bytes the phase's matrix passes read   */
+    uint64_t calls;
+} tb_phase_stats_t;
+
+typedef struct tb_profile {
+    tb_phase_stats_t phase[TB_PHASE_COUNT];
+    uint64_t total_ns;    /* wall time of the forward passes               */
+    uint64_t tokens;      /* tokens they processed                         */
+} tb_profile_t;
+
+/* Turn per-phase profiling on or off; either way the counters restart. */
+void tb_session_set_profile(tb_session_t *s, bool on);
+/* The counters since the last tb_session_set_profile (zeros when off). */
+void tb_session_get_profile(const tb_session_t *s, tb_profile_t *out);
+/* "qkv", "attention", ... ; "?" for an unknown phase. */
+const char *tb_phase_name(tb_phase_t p);
+
 /* ===================================================================== */
 /* Model synthesis and quantization                                       */
 /* ===================================================================== */

@@ -34,7 +34,7 @@ static bool act_is_f32(tb_type_t t) { return tb_type_traits(t)->vec_dot_type == 
  * SWIGLU or QUANT). Weights sharing an activation format share one
  * prologue and one pool pass; a second format (mixed files) gets a
  * plain quantization of the prologue's output in a pass of its own. */
-static void lin_multi(tb_session_t *s, tb_lin_pro_t *pro, const tb_weight_t *const *w,
+static void lin_multi(tb_session_t *s, tb_phase_t ph, tb_lin_pro_t *pro, const tb_weight_t *const *w,
                       float *const *ys, const int64_t *ld, float *const *acc, int nw) {
     bool done[8] = {false};
     assert(nw <= 8);
@@ -61,7 +61,9 @@ static void lin_multi(tb_session_t *s, tb_lin_pro_t *pro, const tb_weight_t *con
                                            .y = ys[j], .ldy = ld[j], .acc = acc ? acc[j] : NULL};
         }
         if (p.kind == TB_PRO_QUANT && !p.q) p.kind = TB_PRO_NONE;
+        const uint64_t t0 = tb_prof_start(s);
         tb_lin_run(s->pool, &p, s->jobs, nj);
+        tb_prof_end(s, ph, t0, tb_prof_jobs_bytes(s->jobs, nj));
         first = false;
     }
 }
@@ -81,14 +83,16 @@ static void attn_block(tb_session_t *s, int32_t il, int32_t n) {
     const tb_weight_t *w[3] = {&L->wq, &L->wk, &L->wv};
     float *ys[3] = {s->q, s->k, s->v};
     const int64_t ld[3] = {nq, nkv, nkv};
-    lin_multi(s, &pn, w, ys, ld, NULL, 3);
+    lin_multi(s, TB_PHASE_QKV, &pn, w, ys, ld, NULL, 3);
+    const uint64_t t0 = tb_prof_start(s);
     tb_attention(s, il, n);
+    tb_prof_end(s, TB_PHASE_ATTENTION, t0, 0);
     /* x += Wo · att */
     tb_lin_pro_t pq = {.kind = TB_PRO_QUANT, .x = s->att, .ld = nq, .n_in = nq, .n = n};
     const tb_weight_t *wo[1] = {&L->wo};
     float *yo[1] = {s->y}, *acc[1] = {s->x};
     const int64_t ldo[1] = {E};
-    lin_multi(s, &pq, wo, yo, ldo, acc, 1);
+    lin_multi(s, TB_PHASE_ATTN_OUT, &pq, wo, yo, ldo, acc, 1);
 }
 
 static void dense_ffn(tb_session_t *s, int32_t il, int32_t n) {
@@ -101,14 +105,14 @@ static void dense_ffn(tb_session_t *s, int32_t il, int32_t n) {
     const tb_weight_t *w[2] = {&L->ffn_gate, &L->ffn_up};
     float *ys[2] = {s->ff_g, s->ff_u};
     const int64_t ld[2] = {F, F};
-    lin_multi(s, &pn, w, ys, ld, NULL, 2);
+    lin_multi(s, TB_PHASE_FFN_UP, &pn, w, ys, ld, NULL, 2);
     /* x += Wd · (silu(g) * u) */
     tb_lin_pro_t ps = {.kind = TB_PRO_SWIGLU, .x = s->ff_g, .u = s->ff_u, .ld = F, .n_in = F,
                        .n = n, .clamp = INFINITY};
     const tb_weight_t *wd[1] = {&L->ffn_down};
     float *yd[1] = {s->y}, *acc[1] = {s->x};
     const int64_t ldd[1] = {E};
-    lin_multi(s, &ps, wd, yd, ldd, acc, 1);
+    lin_multi(s, TB_PHASE_FFN_DOWN, &ps, wd, yd, ldd, acc, 1);
 }
 
 static void ffn_block(tb_session_t *s, int32_t il, int32_t n) {
@@ -128,6 +132,7 @@ int tb_forward_chunk(tb_session_t *s, const int32_t *tokens, int32_t n, bool all
     const int half = in->rope_dims / 2;
 
     /* ---- embeddings ---- */
+    const uint64_t t_chunk = tb_prof_start(s);
     const tb_to_float_fn deq = tb_type_traits(m->tok_embd.type)->to_float_ref;
     for (int32_t t = 0; t < n; t++) {
         if (tokens[t] < 0 || tokens[t] >= in->n_vocab)
@@ -135,6 +140,7 @@ int tb_forward_chunk(tb_session_t *s, const int32_t *tokens, int32_t n, bool all
                           tokens[t], t, in->n_vocab - 1);
         deq((const uint8_t *)m->tok_embd.data + (size_t)tokens[t] * m->tok_embd.row_bytes, s->x + t * E, E);
     }
+    tb_prof_end(s, TB_PHASE_EMBED, t_chunk, (uint64_t)n * m->tok_embd.row_bytes);
 
     /* ---- rope tables: [0] rope_base, [1] rope_base_swa ---- */
     for (int32_t t = 0; t < n; t++) {
@@ -150,14 +156,19 @@ int tb_forward_chunk(tb_session_t *s, const int32_t *tokens, int32_t n, bool all
     }
 
     /* ---- output head ---- */
-    if (!logits) { s->pos += n; return TB_OK; }
+    if (!logits) {
+        s->pos += n;
+        if (s->prof_on) { s->prof.total_ns += tb_now_ns() - t_chunk; s->prof.tokens += (uint64_t)n; }
+        return TB_OK;
+    }
     const int32_t t0 = all_logits ? 0 : n - 1, nl = n - t0;
     tb_lin_pro_t pn = {.kind = TB_PRO_NORM, .x = s->x + t0 * E, .ld = E, .n_in = E, .n = nl,
                        .w = m->output_norm, .eps = in->norm_eps, .xn = s->xn};
     const tb_weight_t *w[1] = {&m->output};
     float *ys[1] = {logits};
     const int64_t ld[1] = {in->n_vocab};
-    lin_multi(s, &pn, w, ys, ld, NULL, 1);
+    lin_multi(s, TB_PHASE_OUTPUT, &pn, w, ys, ld, NULL, 1);
     s->pos += n;
+    if (s->prof_on) { s->prof.total_ns += tb_now_ns() - t_chunk; s->prof.tokens += (uint64_t)n; }
     return TB_OK;
 }

@@ -132,6 +132,7 @@ void tb_moe_ffn(tb_session_t *s, int32_t il, int32_t n) {
                        .wtype = L->gate_exps.type, .q = gate_f32 ? NULL : s->act, .q_stride = st};
     tb_lin_job_t rj = {.w = &L->router, .a = s->xn, .a_stride = (size_t)E * sizeof(float),
                        .n_tok = n, .y = s->router, .ldy = X};
+    uint64_t t0 = tb_prof_start(s);
     if (router_f32) {
         tb_lin_run(s->pool, &pn, &rj, 1);
     } else {    /* a quantized router (not in our presets): its own activation rows */
@@ -140,6 +141,7 @@ void tb_moe_ffn(tb_session_t *s, int32_t il, int32_t n) {
         rj.a_stride = tb_lin_quantize(L->router.type, s->xn, E, n, E, s->act2);
         tb_lin_run(s->pool, NULL, &rj, 1);
     }
+    tb_prof_end(s, TB_PHASE_ROUTER, t0, L->router.mat_bytes);
 
     /* ---- routing and expert groups (caller; O(n * n_expert * k)) ---- */
     int32_t *off = s->exp_off, *cur = s->exp_off + X + 1;   /* (n_expert + 1), (n_expert) */
@@ -177,7 +179,9 @@ void tb_moe_ffn(tb_session_t *s, int32_t il, int32_t n) {
         s->jobs[nj++] = (tb_lin_job_t){.w = &L->up_exps, .mat = (size_t)e, .a = a, .a_stride = st,
                                        .n_tok = cnt, .y = s->eu + off[e] * F, .ldy = F};
     }
+    t0 = tb_prof_start(s);
     tb_lin_run(s->pool, NULL, s->jobs, nj);
+    tb_prof_end(s, TB_PHASE_FFN_UP, t0, tb_prof_jobs_bytes(s->jobs, nj));
 
     /* ---- h = swiglu(g, u) quantized (prologue), down of every active expert ---- */
     const bool down_f32 = tb_type_traits(L->down_exps.type)->vec_dot_type == TB_TYPE_F32;
@@ -186,8 +190,10 @@ void tb_moe_ffn(tb_session_t *s, int32_t il, int32_t n) {
     c.pro = (tb_lin_pro_t){.kind = TB_PRO_SWIGLU, .x = s->eg, .u = s->eu, .ld = F, .n_in = F,
                            .n = c.nr, .clamp = L->clamp, .wtype = L->down_exps.type,
                            .q = down_f32 ? NULL : s->hq, .q_stride = c.h_stride};
-    if (n == 1) {
+    t0 = tb_prof_start(s);
+    if (n == 1) {   /* the K experts' down matrices, combined in the same pass */
         tb_pool_run(s->pool, down1_worker, &c);
+        tb_prof_end(s, TB_PHASE_FFN_DOWN, t0, (uint64_t)K * L->down_exps.mat_bytes);
         return;
     }
     nj = 0;
@@ -199,6 +205,8 @@ void tb_moe_ffn(tb_session_t *s, int32_t il, int32_t n) {
                                        .a_stride = c.h_stride, .n_tok = cnt,
                                        .y = s->ed + off[e] * E, .ldy = E};
     }
+    const uint64_t bytes = tb_prof_jobs_bytes(s->jobs, nj);
     tb_lin_run(s->pool, &c.pro, s->jobs, nj);
     tb_pool_run(s->pool, combine_worker, &c);
+    tb_prof_end(s, TB_PHASE_FFN_DOWN, t0, bytes);
 }

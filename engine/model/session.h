@@ -73,6 +73,10 @@ struct tb_session {
     int32_t n_logits;                /* rows kept by the last eval        */
     int32_t n_last;                  /* tokens in the last eval           */
     uint64_t mem_bytes;
+
+    /* ---- profile (profile.c; zero and off unless tb_session_set_profile) ---- */
+    bool prof_on;
+    tb_profile_t prof;
 };
 
 /* ---- forward.c --------------------------------------------------------- */
@@ -90,6 +94,16 @@ int tb_forward_chunk(tb_session_t *s, const int32_t *tokens, int32_t n, bool all
  * Input s->q, s->k, s->v (modified in place); output s->att
  * (n, n_head*head_dim). */
 void tb_attention(tb_session_t *s, int32_t il, int32_t n);
+
+/* ---- profile.c --------------------------------------------------------- */
+
+/* t0 for tb_prof_end: the clock when profiling is on, else 0. */
+static inline uint64_t tb_prof_start(const tb_session_t *s) { return s->prof_on ? tb_now_ns() : 0; }
+/* Charge the time since t0 and `bytes` of weights to phase ph (no-op when
+ * profiling is off). */
+void tb_prof_end(tb_session_t *s, tb_phase_t ph, uint64_t t0, uint64_t bytes);
+/* Weight bytes the jobs of one pass read (each job's whole matrix). */
+uint64_t tb_prof_jobs_bytes(const tb_lin_job_t *jobs, int n_jobs);
 
 /* ---- moe.c ------------------------------------------------------------- */
 

@@ -1,0 +1,46 @@
+/*
+ * profile.c — per-phase wall time and weight bytes of a session's forward
+ * passes (tb_session_set_profile). The forward code brackets each phase
+ * with tb_prof_start / tb_prof_end; when profiling is off that is one
+ * branch per phase per layer and no clock read.
+ */
+#include "model/session.h"
+
+#include <string.h>
+
+static const char *const names[TB_PHASE_COUNT] = {
+    [TB_PHASE_EMBED] = "embed",       [TB_PHASE_QKV] = "qkv",           [TB_PHASE_ATTENTION] = "attention",
+    [TB_PHASE_ATTN_OUT] = "attn_out", [TB_PHASE_ROUTER] = "router",     [TB_PHASE_FFN_UP] = "ffn_up",
+    [TB_PHASE_FFN_DOWN] = "ffn_down", [TB_PHASE_OUTPUT] = "output",
+};
+
+const char *tb_phase_name(tb_phase_t p) {
+    return (unsigned)p < TB_PHASE_COUNT ? names[p] : "?";
+}
+
+void tb_session_set_profile(tb_session_t *s, bool on) {
+    if (!s) return;
+    memset(&s->prof, 0, sizeof s->prof);
+    s->prof_on = on;
+}
+
+void tb_session_get_profile(const tb_session_t *s, tb_profile_t *out) {
+    if (!out) return;
+    if (!s) { memset(out, 0, sizeof *out); return; }
+    *out = s->prof;
+}
+
+void tb_prof_end(tb_session_t *s, tb_phase_t ph, uint64_t t0, uint64_t bytes) {
+    if (!s->prof_on) return;
+    assert((unsigned)ph < TB_PHASE_COUNT);
+    tb_phase_stats_t *p = &s->prof.phase[ph];
+    p->ns += tb_now_ns() - t0;
+    p->bytes += bytes;
+    p->calls++;
+}
+
+uint64_t tb_prof_jobs_bytes(const tb_lin_job_t *jobs, int n_jobs) {
+    uint64_t b = 0;
+    for (int j = 0; j < n_jobs; j++) b += jobs[j].w->mat_bytes;
+    return b;
+}
