@@ -480,44 +480,53 @@ static size_t repack_bytes_tq1_0(size_t ws, int64_t rows) {
     return tq1_g5_group_bytes((int64_t)(ws / sizeof(block_tq1_0))) * (size_t)((rows + TB_RP_ROWS - 1) / TB_RP_ROWS);
 }
 
-/* The 256 trits (0..2) of a block in element order, by the format's rule
- * (quant/tq1_0.c): trit n of byte q is ((uint8)(q 3^n) * 3) >> 8; lut[q]
- * holds the 5 trits of every byte value. */
-static void tq1_trits(const block_tq1_0 *x, const uint8_t (*lut)[5], uint8_t *t) {
-    for (int n = 0; n < 5; n++)
-        for (int m = 0; m < 32; m++) t[32 * n + m] = lut[x->qs[m]][n];
-    for (int n = 0; n < 5; n++)
-        for (int m = 0; m < 16; m++) t[160 + 16 * n + m] = lut[x->qs[32 + m]][n];
-    for (int n = 0; n < 4; n++)
-        for (int m = 0; m < 4; m++) t[240 + 4 * n + m] = lut[x->qh[m]][n];
+/* Trits of 32 bytes v: ((uint8)v * 3) >> 8 is 0 below 86, 1 below 171, else 2. */
+TB_INLINE __m256i tq1_trit32(__m256i v) {
+    const __m256i ge1 = _mm256_cmpeq_epi8(_mm256_max_epu8(v, _mm256_set1_epi8(86)), v);
+    const __m256i ge2 = _mm256_cmpeq_epi8(_mm256_max_epu8(v, _mm256_set1_epi8((char)171)), v);
+    return _mm256_sub_epi8(_mm256_setzero_si256(), _mm256_add_epi8(ge1, ge2));
 }
 
+/* The 256 trits (0..2) of a block in element order, by the format's rule
+ * (quant/tq1_0.c): trit n of byte q is ((uint8)(q 3^n) * 3) >> 8. */
+TB_INLINE void tq1_trits(const block_tq1_0 *x, uint8_t *t) {
+    __m256i q = _mm256_loadu_si256((const __m256i *)x->qs);   /* elements 32 n + m */
+    __m256i r = _mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)(x->qs + 32)));   /* 160 + 16 n + m */
+    for (int n = 0; n < 5; n++) {
+        _mm256_storeu_si256((__m256i *)(t + 32 * n), tq1_trit32(q));
+        _mm_storeu_si128((__m128i *)(t + 160 + 16 * n), _mm256_castsi256_si128(tq1_trit32(r)));
+        q = _mm256_add_epi8(_mm256_add_epi8(q, q), q);
+        r = _mm256_add_epi8(_mm256_add_epi8(r, r), r);
+    }
+    for (int n = 0, w = 1; n < 4; n++, w *= 3)   /* 240 + 4 n + m */
+        for (int m = 0; m < 4; m++) t[240 + 4 * n + m] = (uint8_t)((((x->qh[m] * w) & 255) * 3) >> 8);
+}
+
+/* Row by row, in order; each row block's fields are built four lanes
+ * (b = 0..3, one dword of t) at a time: no field exceeds 53, so the dword
+ * sums do not carry between lanes. */
 static void repack_tq1_0_g5(const void *W, size_t ws, int64_t rows, int64_t n, void *out) {
     const int64_t nb = n / QK_K, ng = (rows + TB_RP_ROWS - 1) / TB_RP_ROWS;
-    uint8_t lut[256][5];
-    for (int q = 0; q < 256; q++)
-        for (int k = 0, w = 1; k < 5; k++, w *= 3) lut[q][k] = (uint8_t)((((q * w) & 255) * 3) >> 8);
     const size_t gb = tq1_g5_group_bytes(nb);
     if (rows % TB_RP_ROWS) memset((uint8_t *)out + (size_t)(ng - 1) * gb, 0, gb);
-    uint8_t t[QK_K];
-    for (int64_t r = 0; r < rows; r++) {   /* each row once, in order */
-        const int64_t g = r / TB_RP_ROWS;
+    uint32_t t[QK_K / 4];   /* (64 vectors) x 4 lanes: element 4 v + b is byte b of t[v] */
+    const uint32_t low3 = 0x07070707u, ones = 0x01010101u;
+    for (int64_t r = 0; r < rows; r++) {
         const int k = (int)(r % TB_RP_ROWS);
-        uint8_t *grp = (uint8_t *)out + (size_t)g * gb;
-
+        uint8_t *grp = (uint8_t *)out + (size_t)(r / TB_RP_ROWS) * gb;
         const block_tq1_0 *x = (const block_tq1_0 *)((const uint8_t *)W + (size_t)r * ws);
         for (int64_t i = 0; i < nb; i++) {
             tq1_g5_codes *c = (tq1_g5_codes *)(grp + tq1_g5_codes_at(i));
-            tq1_trits(&x[i], (const uint8_t (*)[5])lut, t);
-            for (int p = 0; p < 7; p++)
-                for (int b = 0; b < 4; b++) {
-                    const uint8_t *tv = t + 36 * p + b;   /* element 4 (9 p + j) + b is tv[4 j] */
-                    const int fa = tv[0] + 3 * tv[4] + 9 * tv[8], fb = tv[12] + 3 * tv[16] + 9 * tv[20];
-                    const int last = t[4 * 63 + b];
-                    const int fc = tv[24] + 3 * tv[28] + 9 * tv[32] + 27 * (p == 0 ? last & 1 : p == 1 ? last >> 1 : 0);
-                    c->q[2 * p][4 * k + b] = (uint8_t)(fa | (fc & 7) << 5);
-                    c->q[2 * p + 1][4 * k + b] = (uint8_t)(fb | (fc >> 3) << 5);
-                }
+            tq1_trits(&x[i], (uint8_t *)t);
+            for (int p = 0; p < 7; p++) {
+                const uint32_t *v = t + 9 * p;
+                const uint32_t fa = v[0] + 3 * v[1] + 9 * v[2], fb = v[3] + 3 * v[4] + 9 * v[5];
+                const uint32_t xb = p == 0 ? t[63] & ones : p == 1 ? (t[63] >> 1) & ones : 0;
+                const uint32_t fc = v[6] + 3 * v[7] + 9 * v[8] + 27 * xb;
+                const uint32_t r0 = fa | (fc & low3) << 5, r1 = fb | ((fc >> 3) & low3) << 5;
+                memcpy(&c->q[2 * p][4 * k], &r0, 4);
+                memcpy(&c->q[2 * p + 1][4 * k], &r1, 4);
+            }
             memcpy(grp + tq1_g5_d_at(i) + sizeof(tb_fp16_t) * k, &x[i].d, sizeof(tb_fp16_t));
         }
     }
