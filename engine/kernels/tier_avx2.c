@@ -12,6 +12,7 @@
 #include "kernels/x86_kquant.h"
 #include "kernels/x86_q4_0_rp.h"
 #include "kernels/x86_ternary.h"
+#include "kernels/x86_ternary_rp8.h"
 
 #define DOT_Q8_0(nt, n, s, w, a) dot_q_0(nt, n, s, w, a, false, false)
 #define DOT_Q4_0(nt, n, s, w, a) dot_q_0(nt, n, s, w, a, true, false)
@@ -28,6 +29,8 @@ TB_X86_KERNELS(q4_0, DOT_Q4_0)
 TB_RP_WITH_FALLBACK(q4_0_256_rp, q4_0_rp8, q4_0)   /* 8-row repacked copy (x86_q4_0_rp.h) */
 TB_X86_KERNELS(tq2_0, DOT_TQ2_0)
 TB_X86_KERNELS(tq1_0, DOT_TQ1_0)
+TB_RP_WITH_FALLBACK(tq2_0_256_rp, tq2_0_rp8, tq2_0)   /* 8-row repacked copies (x86_ternary_rp8.h) */
+TB_RP_WITH_FALLBACK(tq1_0_256_rp, tq1_0_rp8, tq1_0)
 TB_X86_KERNELS(q4_K, DOT_Q4_K)
 TB_X86_KERNELS(q6_K, DOT_Q6_K)
 TB_X86_KERNELS(f32, DOT_F32)
@@ -45,7 +48,15 @@ void tb_kernels_fill_avx2(tb_kernels_t *k) {
     k->t[TB_TYPE_Q4_0].repack = repack_q4_0_8;
     k->t[TB_TYPE_Q4_0].repack_rows = TB_Q4RP8_ROWS;
     TB_X86_SET(k, TB_TYPE_TQ2_0, tq2_0, NULL);
+    k->t[TB_TYPE_TQ2_0].matvec = matvec_tq2_0_256_rp;
+    k->t[TB_TYPE_TQ2_0].gemm = gemm_tq2_0_256_rp;
+    k->t[TB_TYPE_TQ2_0].repack = repack_tq2_0_8;
+    k->t[TB_TYPE_TQ2_0].repack_rows = TB_TRP8_ROWS;
     TB_X86_SET(k, TB_TYPE_TQ1_0, tq1_0, NULL);
+    k->t[TB_TYPE_TQ1_0].matvec = matvec_tq1_0_256_rp;
+    k->t[TB_TYPE_TQ1_0].gemm = gemm_tq1_0_256_rp;
+    k->t[TB_TYPE_TQ1_0].repack = repack_tq1_0_8;
+    k->t[TB_TYPE_TQ1_0].repack_rows = TB_TRP8_ROWS;
     TB_X86_SET(k, TB_TYPE_Q4_K, q4_K, NULL);
     TB_X86_SET(k, TB_TYPE_Q6_K, q6_K, NULL);
     TB_X86_SET(k, TB_TYPE_F32, f32, NULL);

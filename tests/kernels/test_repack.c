@@ -23,6 +23,9 @@
  *                 65 (file-layout fallback); every byte value 0..255 in qs
  *                 and qh (the format decodes bytes >= 243 too), activations
  *                 at -128/+127, 1..9 tokens, ranges that cut groups.
+ *   TQ2_0/TQ1_0   on every tier that repacks them (AVX2: 8-row groups,
+ *                 x86_ternary_rp8.h): shapes, fallback and arbitrary code
+ *                 bytes (TQ2_0 code 3 too) with extreme activations.
  * On a machine whose best tier repacks nothing, registration must be a
  * no-op (0 extra bytes) and the test says so.
  */
@@ -443,6 +446,123 @@ static void test_q8_0_extremes(void **state) {
     }
 }
 
+/* One TQ2_0 or TQ1_0 matrix of arbitrary code bytes (every byte value:
+ * TQ2_0 code 3, TQ1_0 bytes >= 243 and qh bytes the quantizer never
+ * writes; one row all 0xFF), d of both signs per block, activations all
+ * -128, all +127, then random, through the active tier's repacked copy
+ * (file bytes poisoned after registering): matvec within budget of the
+ * _ref, gemm (1..9 tokens) bit-identical to matvec, rows outside [r0, r1)
+ * untouched. */
+static void check_ternary_bytes(tb_type_t wt, int64_t rows, int64_t nb, int64_t r0, int64_t r1) {
+    enum { NT = 9, MAXR = 40 };
+    assert_true(rows <= MAXR);
+    const tb_type_kernels_t *e = &tb_kernels()->t[wt];
+    const tb_kernels_t *ref = tb_kernels_for(TB_ISA_REF);
+    const int64_t n = QK_K * nb;
+    const size_t ws = tb_type_row_bytes(wt, n), as = tb_act_row_bytes(wt, n), bs = ws / (size_t)nb;
+    uint8_t *W = xalloc(ws * (size_t)rows);   // (rows, nb, bs): codes, then d (fp16) last in each block
+    unsigned v = (unsigned)rnd();
+    for (int64_t r = 0; r < rows; r++)
+        for (int64_t i = 0; i < nb; i++) {
+            uint8_t *b = W + ws * (size_t)r + bs * (size_t)i;
+            for (size_t j = 0; j + 2 < bs; j++) b[j] = r == 5 ? 0xFF : (uint8_t)(v++ * 7 + (rnd() & 1));
+            const tb_fp16_t d = tb_fp32_to_fp16((r % 3 == 1 ? -1.0f : 1.0f) * (0.5f + frand() * frand()));
+            memcpy(b + bs - 2, &d, 2);
+        }
+    uint8_t *A = xalloc(as * NT);   // (NT, nb) Q8_K
+    for (int t = 0; t < NT; t++)
+        for (int64_t i = 0; i < nb; i++) {
+            block_q8_K *y = (block_q8_K *)(A + as * (size_t)t) + i;
+            y->d = t < 2 ? 1.0f : 0.01f * frand();
+            for (int j = 0; j < QK_K; j++)
+                y->qs[j] = (int8_t)(t == 0 ? -128 : t == 1 ? 127 : (int)(rnd() & 0xFF) - 128);
+            for (int g = 0; g < QK_K / 16; g++) {
+                int sum = 0;
+                for (int j = 0; j < 16; j++) sum += y->qs[16 * g + j];
+                y->bsums[g] = (int16_t)sum;
+            }
+        }
+    float want[NT][MAXR], y[NT][MAXR], Y[NT][MAXR];
+    double tol[NT][MAXR];
+    for (int t = 0; t < NT; t++)
+        for (int64_t r = 0; r < rows; r++) {
+            const uint8_t *wr = W + ws * (size_t)r, *ar = A + as * (size_t)t;
+            ref->t[wt].vec_dot(n, &want[t][r], wr, ar);
+            tol[t][r] = budget(wt, wr, ar, n);
+        }
+    const int owner = 0;
+    assert_int_equal(tb_repack_register(&owner, wt, W, ws, rows, n, 1, NULL, NULL), TB_OK);
+    assert_non_null(tb_repack_lookup(W, ws, tb_isa_active(), wt));
+    memset(W, 0x5A, ws * (size_t)rows);   /* only the copy may be read from here on */
+    for (int t = 0; t < NT; t++) {
+        fill_nan(y[t], MAXR);
+        e->matvec(W, ws, A + as * (size_t)t, y[t], r0, r1, n);
+        for (int64_t r = 0; r < rows; r++) {
+            if (r < r0 || r >= r1) {
+                if (!isnan(y[t][r])) fail_msg("%s: matvec wrote row %lld outside [%lld, %lld)", tb_type_name(wt),
+                                              (long long)r, (long long)r0, (long long)r1);
+            } else if (!(fabs((double)y[t][r] - want[t][r]) <= tol[t][r])) {
+                fail_msg("%s bytes (%lld x %lld, tier %s) token %d row %lld: got %.9g want %.9g", tb_type_name(wt),
+                         (long long)rows, (long long)n, tb_isa_name(tb_isa_active()), t, (long long)r, y[t][r],
+                         want[t][r]);
+            }
+        }
+    }
+    for (int nt = 1; nt <= NT; nt++) {
+        for (int t = 0; t < nt; t++) fill_nan(Y[t], MAXR);
+        e->gemm(W, ws, A, as, nt, &Y[0][0], MAXR, r0, r1, n);
+        for (int t = 0; t < nt; t++)
+            for (int64_t r = 0; r < rows; r++) {
+                if (r < r0 || r >= r1) {
+                    if (!isnan(Y[t][r])) fail_msg("%s: gemm wrote row %lld outside the range", tb_type_name(wt),
+                                                  (long long)r);
+                } else if (memcmp(&Y[t][r], &y[t][r], sizeof(float)) != 0) {
+                    fail_msg("%s bytes: gemm (%d tokens) token %d row %lld %.9g != matvec %.9g", tb_type_name(wt), nt,
+                             t, (long long)r, Y[t][r], y[t][r]);
+                }
+            }
+    }
+    tb_repack_release(&owner);
+    free(A);
+    free(W);
+}
+
+/* TQ2_0 and TQ1_0 on every tier this CPU runs that repacks them (AVX2:
+ * 8-row groups, x86_ternary_rp8.h; AVX-512: 16-row groups): through
+ * check_shape (1/7/9/15/17/23/33 rows, 1..64 blocks, poisoned file bytes,
+ * gemm == matvec, 1 vs 2 threads), 65 blocks (file-layout fallback), and
+ * arbitrary code bytes with extreme activations on ranges that cut groups. */
+static void test_ternary_tiers(void **state) {
+    (void)state;
+    static const tb_type_t tt[] = {TB_TYPE_TQ2_0, TB_TYPE_TQ1_0};
+    static const struct { int64_t rows, nb; } shapes[] = {
+        {1, 1}, {7, 3}, {9, 5}, {15, 2}, {17, 22}, {23, 7}, {33, 1}, {8, 64},
+    };
+    static const struct { int64_t rows, nb, r0, r1; } cases[] = {
+        {21, 3, 3, 19}, {40, 22, 9, 37}, {8, 1, 0, 8}, {13, 2, 7, 8},
+    };
+    const tb_isa_t active = tb_isa_active();
+    int n_tiers = 0;
+    for (int isa = TB_ISA_REF; isa <= (int)tb_isa_best(); isa++) {
+        if (tb_isa_set((tb_isa_t)isa) != TB_OK) continue;
+        for (size_t k = 0; k < TB_ARRAY_LEN(tt); k++) {
+            if (!tb_kernels()->t[tt[k]].repack) {
+                assert_false(check_shape(tt[k], 9, QK_K, true));
+                continue;
+            }
+            n_tiers++;
+            for (size_t i = 0; i < TB_ARRAY_LEN(shapes); i++)
+                if (!check_shape(tt[k], shapes[i].rows, QK_K * shapes[i].nb, true))
+                    fail_msg("%s: tier %s stopped repacking", tb_type_name(tt[k]), tb_isa_name((tb_isa_t)isa));
+            assert_true(check_shape(tt[k], 9, QK_K * 65, false));
+            for (size_t c = 0; c < TB_ARRAY_LEN(cases); c++)
+                check_ternary_bytes(tt[k], cases[c].rows, cases[c].nb, cases[c].r0, cases[c].r1);
+        }
+    }
+    assert_int_equal(tb_isa_set(active), TB_OK);
+    if (!n_tiers) skip();
+}
+
 /* Two owners: releasing one leaves the other's registrations in place. */
 /* TQ1_0 shapes through check_shape (random valid codes, poisoned file
  * bytes): odd and even block counts (the AVX-512 VBMI layout stores
@@ -583,6 +703,7 @@ int main(void) {
         cmocka_unit_test(test_q8_0_extremes),
         cmocka_unit_test(test_tq1_0_shapes),
         cmocka_unit_test(test_tq1_0_bytes),
+        cmocka_unit_test(test_ternary_tiers),
         cmocka_unit_test(test_owners),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

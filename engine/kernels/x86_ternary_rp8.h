@@ -1,0 +1,327 @@
+/*
+ * x86_ternary_rp8.h — TQ2_0 and TQ1_0 x Q8_K on the AVX2 tier's load-time
+ * repacked copy: 8 rows interleaved per block (lane = row), as Q4_0's rp8.
+ *
+ * Included by tier_avx2.c only, after x86_q4_0_rp.h (whose q4rp8_store
+ * writes a group's lanes that fall in [r0, r1)). The AVX-512 tier keeps its
+ * own 16-row layouts in x86_ternary.h.
+ *
+ * One vpmaddubsw multiplies 8 rows x 4 elements (codes, unsigned) by one
+ * broadcast activation dword, so the Q8_K block is read once for 8 rows,
+ * no row is reduced horizontally, and the per-block float work (fp16
+ * convert, d_w * d_a, one FMA) is shared by 8 rows.
+ *
+ * Determinism contract (x86_common.h): every (row, block, token) integer
+ * dot is exact whatever path computed it (nt == 1 and nt > 1 decode
+ * differently), and the float steps (convert, d_w * d_a, one FMA per block
+ * in block order, one chain per token) do not depend on nt, so gemm ==
+ * matvec bit for bit per row.
+ */
+#ifndef TB_X86_TERNARY_RP8_H
+#define TB_X86_TERNARY_RP8_H
+
+#include "kernels/x86_common.h"
+#include "kernels/x86_q4_0_rp.h"
+
+#define TB_TRP8_ROWS 8
+#define TB_TRP8_MAXNB 64   /* longer rows (n > 16384) use the file layout */
+#define TB_TRP8_NT 4       /* tokens per gemm pass (16 YMM registers)      */
+static_assert(TB_TRP8_ROWS == TB_Q4RP8_ROWS, "stores are q4rp8_store (x86_q4_0_rp.h)");
+
+/* ---------------------------------------------------------------------- */
+/* Layouts                                                                  */
+/* ---------------------------------------------------------------------- */
+
+/* TQ2_0, one group of 8 rows, one block: 528 bytes = 8 file blocks, so the
+ * copy is as large as the file rows padded to a multiple of 8 rows:
+ *   [0 .. 511]    16 chunks j of 32 bytes: lane k (bytes 4k..4k+3) holds
+ *                 bytes 4j..4j+3 of row k's qs (an 8 x 16 dword transpose)
+ *   [512 .. 527]  d of rows 0..7 (fp16)
+ * Bits 2l..2l+1 of lane byte b of chunk j code element
+ * 128 (j / 8) + 32 l + 4 (j % 8) + b: its activation dword is at that
+ * offset (b = 0) of the Q8_K block's qs. */
+typedef struct {
+    uint8_t q[16][32];
+    tb_fp16_t d[TB_TRP8_ROWS];
+} tq2_0_grp8;
+static_assert(sizeof(tq2_0_grp8) == TB_TRP8_ROWS * sizeof(block_tq2_0), "tq2_0_grp8 size");
+
+/* TQ1_0, one group of 8 rows, one block: 432 bytes = 8 file blocks:
+ *   [0 .. 415]    13 chunks j of 32 bytes: lane k holds bytes 4j..4j+3 of
+ *                 row k's qs (j < 12) or its qh (j = 12), each byte XOR
+ *                 0x80 (see dot_tq1_0_grp8)
+ *   [416 .. 431]  d of rows 0..7 (fp16)
+ * Trit l of lane byte b of chunk j is element tq1_rp8_off(j, l) + b. */
+typedef struct {
+    uint8_t q[13][32];
+    tb_fp16_t d[TB_TRP8_ROWS];
+} tq1_0_grp8;
+static_assert(sizeof(tq1_0_grp8) == TB_TRP8_ROWS * sizeof(block_tq1_0), "tq1_0_grp8 size");
+
+/* Both blocks are a run of code dwords followed by d (fp16), so one repack
+ * serves both: `bsize` bytes per file block, (bsize - 2) / 4 chunks, code
+ * bytes XOR `flip`. Missing rows of the last group are zero bytes (d = 0:
+ * their lanes compute 0 and are never stored). Each row is read once in
+ * order; its group's blocks are the only bytes written meanwhile. */
+TB_INLINE void repack_trp8_rows(const void *W, size_t ws, int64_t rows, int64_t nb, void *out, size_t bsize,
+                                uint8_t flip) {
+    const int R = TB_TRP8_ROWS, nc = (int)(bsize - sizeof(tb_fp16_t)) / 4;
+    const size_t gb = (size_t)R * bsize;   /* bytes of one group block */
+    const int64_t ng = (rows + R - 1) / R;
+    const uint32_t f4 = 0x01010101u * flip;
+    for (int64_t g = 0; g < ng; g++) {
+        uint8_t *og = (uint8_t *)out + (size_t)(g * nb) * gb;   // (nb, nc, R, 4) codes + (R) d per block
+        const int kn = (int)TB_MIN(R, rows - g * R);
+        if (kn < R) memset(og, 0, (size_t)nb * gb);
+        for (int k = 0; k < kn; k++) {
+            const uint8_t *x = (const uint8_t *)W + (size_t)(g * R + k) * ws;   // (nb, bsize)
+            for (int64_t i = 0; i < nb; i++, x += bsize) {
+                uint8_t *o = og + (size_t)i * gb;
+                for (int c = 0; c < nc; c++) {
+                    uint32_t v;
+                    memcpy(&v, x + 4 * c, 4);
+                    v ^= f4;
+                    memcpy(o + 4 * R * c + 4 * k, &v, 4);
+                }
+                memcpy(o + 4 * R * nc + 2 * k, x + 4 * nc, 2);
+            }
+        }
+    }
+}
+
+static void repack_tq2_0_8(const void *W, size_t ws, int64_t rows, int64_t n, void *out) {
+    repack_trp8_rows(W, ws, rows, n / QK_K, out, sizeof(block_tq2_0), 0);
+}
+
+static void repack_tq1_0_8(const void *W, size_t ws, int64_t rows, int64_t n, void *out) {
+    repack_trp8_rows(W, ws, rows, n / QK_K, out, sizeof(block_tq1_0), 0x80);
+}
+
+/* -(sum of the activation block's 256 codes): w = code - 1, so the offset
+ * of every row's dot is this. */
+TB_INLINE void prep_trp8(const block_q8_K *a, int64_t nb, int32_t *nsum) {
+    const __m256i one = _mm256_set1_epi16(1);
+    for (int64_t i = 0; i < nb; i++) {
+        __m256i s = _mm256_madd_epi16(loadu256(a[i].bsums), one);   // (8) i32
+        __m128i h = _mm_add_epi32(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
+        h = _mm_add_epi32(h, _mm_shuffle_epi32(h, 0x4E));
+        h = _mm_add_epi32(h, _mm_shuffle_epi32(h, 0xB1));
+        nsum[i] = -_mm_cvtsi128_si32(h);
+    }
+}
+
+/* An empty asm on an accumulator: GCC would otherwise reassociate the
+ * int16 add chains (integer adds are associative) into trees that keep
+ * every vpmaddubsw result live and spill them (measured: ~30 spills per
+ * block in matvec_tq2_0_rp8). No instruction is emitted. */
+#define TB_TRP8_CHAIN(v) __asm__("" : "+x"(v))
+
+TB_INLINE __m256i bcast8(const int8_t *p) {
+    int32_t v;
+    memcpy(&v, p, 4);
+    return _mm256_set1_epi32(v);
+}
+
+/* ---------------------------------------------------------------------- */
+/* TQ2_0                                                                    */
+/* ---------------------------------------------------------------------- */
+
+/* One group of 8 rows (nb blocks at G) times nt activations a[t] (nsum[t]
+ * their -sums): out[t] = the 8 rows' results for token t.
+ * nt == 1: codes of shifts 0 and 2 are masked with 3 (h1: int16 sums of 32
+ * vpmaddubsw of |.| <= 2 * 3 * 128, < 2^15), of shifts 1 and 3 masked in
+ * place with 12, i.e. times 4 (h4: 8 vpmaddubsw of <= 2 * 12 * 128 at most
+ * before vpmaddwd widens them; the int32 sum is exactly divisible by 4, one
+ * arithmetic shift per block): 5 ops per chunk instead of 7.
+ * nt > 1: each code vector is extracted once (shift, mask 3) and shared by
+ * the tokens; each token's int16 sum is widened per half block (32
+ * vpmaddubsw). */
+TB_INLINE void dot_tq2_0_grp8(int nt, const tq2_0_grp8 *G, int64_t nb, const block_q8_K *const *a,
+                              const int32_t *const *nsum, __m256 *out) {
+    __m256 acc[TB_TRP8_NT];   /* all set: a runtime nt would trip -Wmaybe-uninitialized */
+    TB_UNROLL
+    for (int t = 0; t < TB_TRP8_NT; t++) acc[t] = _mm256_setzero_ps();
+    const __m256i m3 = _mm256_set1_epi8(3), one = _mm256_set1_epi16(1);
+    for (int64_t i = 0; i < nb; i++) {
+        const tq2_0_grp8 *x = &G[i];
+        __m256i p[TB_TRP8_NT];   /* (8) i32 per token */
+        TB_UNROLL
+        for (int t = 0; t < TB_TRP8_NT; t++) p[t] = _mm256_setzero_si256();
+        if (nt == 1) {
+            const int8_t *y = a[0][i].qs;
+            const __m256i m12 = _mm256_set1_epi8(12);
+            __m256i h1[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};
+            __m256i s4 = _mm256_setzero_si256();   /* (8) i32: 4 x the shift-1/3 dots */
+            TB_UNROLL
+            for (int jg = 0; jg < 16; jg += 4) {
+                __m256i h4[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};
+                TB_UNROLL
+                for (int jj = 0; jj < 4; jj++) {
+                    const int j = jg + jj, u = jj & 1;
+                    const __m256i q = loadu256(x->q[j]), q4 = _mm256_srli_epi16(q, 4);
+                    const int8_t *yj = y + 128 * (j / 8) + 4 * (j % 8);
+                    h1[u] = _mm256_add_epi16(h1[u], _mm256_maddubs_epi16(_mm256_and_si256(q, m3), bcast8(yj)));
+                    TB_TRP8_CHAIN(h1[u]);
+                    h4[u] = _mm256_add_epi16(h4[u], _mm256_maddubs_epi16(_mm256_and_si256(q, m12), bcast8(yj + 32)));
+                    TB_TRP8_CHAIN(h4[u]);
+                    h1[u] = _mm256_add_epi16(h1[u], _mm256_maddubs_epi16(_mm256_and_si256(q4, m3), bcast8(yj + 64)));
+                    TB_TRP8_CHAIN(h1[u]);
+                    h4[u] = _mm256_add_epi16(h4[u], _mm256_maddubs_epi16(_mm256_and_si256(q4, m12), bcast8(yj + 96)));
+                    TB_TRP8_CHAIN(h4[u]);
+                }
+                s4 = _mm256_add_epi32(s4, _mm256_madd_epi16(_mm256_add_epi16(h4[0], h4[1]), one));
+            }
+            const __m256i s1 = _mm256_add_epi32(_mm256_madd_epi16(_mm256_add_epi16(h1[0], h1[1]), one),
+                                                _mm256_set1_epi32(nsum[0][i]));
+            p[0] = _mm256_add_epi32(s1, _mm256_srai_epi32(s4, 2));
+        } else {
+            TB_UNROLL
+            for (int t = 0; t < nt; t++) p[t] = _mm256_set1_epi32(nsum[t][i]);
+            for (int half = 0; half < 2; half++) {
+                __m256i h[TB_TRP8_NT];   /* (16) i16 per token */
+                TB_UNROLL
+                for (int t = 0; t < TB_TRP8_NT; t++) h[t] = _mm256_setzero_si256();
+                TB_UNROLL
+                for (int jj = 0; jj < 8; jj++) {
+                    const int j = 8 * half + jj;
+                    const __m256i q = loadu256(x->q[j]);
+                    TB_UNROLL
+                    for (int l = 0; l < 4; l++) {
+                        const __m256i c = _mm256_and_si256(l ? _mm256_srli_epi16(q, 2 * l) : q, m3);
+                        TB_UNROLL
+                        for (int t = 0; t < nt; t++) {
+                            h[t] = _mm256_add_epi16(h[t], _mm256_maddubs_epi16(c, bcast8(a[t][i].qs + 128 * half + 32 * l + 4 * jj)));
+                            TB_TRP8_CHAIN(h[t]);
+                        }
+                    }
+                }
+                TB_UNROLL
+                for (int t = 0; t < nt; t++) p[t] = _mm256_add_epi32(p[t], _mm256_madd_epi16(h[t], one));
+            }
+        }
+        const __m256 dx = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)x->d));   /* (8) */
+        TB_UNROLL
+        for (int t = 0; t < nt; t++)
+            acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p[t]), _mm256_mul_ps(dx, _mm256_set1_ps(a[t][i].d)), acc[t]);
+    }
+    TB_UNROLL
+    for (int t = 0; t < nt; t++) out[t] = acc[t];
+}
+
+/* ---------------------------------------------------------------------- */
+/* TQ1_0                                                                    */
+/* ---------------------------------------------------------------------- */
+
+/* Activation byte offset of (chunk j, trit l) in the Q8_K block. */
+TB_INLINE int tq1_rp8_off(int j, int l) {
+    return j < 8 ? 32 * l + 4 * j : j < 12 ? 160 + 16 * l + 4 * (j - 8) : 240 + 4 * l;
+}
+
+/* As dot_tq2_0_grp8 for TQ1_0. A byte q's trit l is ((3^l q mod 256) * 3)
+ * >> 8, i.e. [v >= 86] + [v >= 171] for v = 3^l q mod 256. The copy holds
+ * v' = q XOR 0x80 = v + 128 (mod 256), and 3 v' = 3 v + 384 = v_{l+1} + 128
+ * (mod 256), so the biased bytes follow the same x3 recurrence (two byte
+ * adds) and the thresholds are two signed compares (v' > -43, v' > 42).
+ * The trit 0 - m1 - m2 (0..2) is the unsigned vpmaddubsw operand. The
+ * int16 sums are exact: a lane sums 64 vpmaddubsw of 2 products
+ * |t y| <= 256 each, total in [-32768, 32512], and int16 adds wrap, so any
+ * split into partial sums adds up to the exact value. */
+TB_INLINE void dot_tq1_0_grp8(int nt, const tq1_0_grp8 *G, int64_t nb, const block_q8_K *const *a,
+                              const int32_t *const *nsum, __m256 *out) {
+    __m256 acc[TB_TRP8_NT];
+    TB_UNROLL
+    for (int t = 0; t < TB_TRP8_NT; t++) acc[t] = _mm256_setzero_ps();
+    const __m256i lo = _mm256_set1_epi8(-43), hi = _mm256_set1_epi8(42), one = _mm256_set1_epi16(1);
+    for (int64_t i = 0; i < nb; i++) {
+        const tq1_0_grp8 *x = &G[i];
+        __m256i h[TB_TRP8_NT][2];   /* (16) i16 per token; nt == 1 alternates two */
+        TB_UNROLL
+        for (int t = 0; t < TB_TRP8_NT; t++) h[t][0] = h[t][1] = _mm256_setzero_si256();
+        _Pragma("GCC unroll 13")
+        for (int j = 0; j < 13; j++) {
+            __m256i v = loadu256(x->q[j]);
+            const int nl = j < 12 ? 5 : 4;
+            _Pragma("GCC unroll 5")
+            for (int l = 0; l < nl; l++) {
+                const __m256i m = _mm256_add_epi8(_mm256_cmpgt_epi8(v, lo), _mm256_cmpgt_epi8(v, hi));
+                const __m256i tr = _mm256_sub_epi8(_mm256_setzero_si256(), m);
+                const int off = tq1_rp8_off(j, l), u = nt == 1 ? (j + l) & 1 : 0;
+                TB_UNROLL
+                for (int t = 0; t < nt; t++) {
+                    h[t][u] = _mm256_add_epi16(h[t][u], _mm256_maddubs_epi16(tr, bcast8(a[t][i].qs + off)));
+                    TB_TRP8_CHAIN(h[t][u]);
+                }
+                if (l + 1 < nl) v = _mm256_add_epi8(_mm256_add_epi8(v, v), v);
+            }
+        }
+        const __m256 dx = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)x->d));   /* (8) */
+        TB_UNROLL
+        for (int t = 0; t < nt; t++) {
+            const __m256i hs = nt == 1 ? _mm256_add_epi16(h[t][0], h[t][1]) : h[t][0];
+            const __m256i p = _mm256_add_epi32(_mm256_madd_epi16(hs, one), _mm256_set1_epi32(nsum[t][i]));
+            acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_mul_ps(dx, _mm256_set1_ps(a[t][i].d)), acc[t]);
+        }
+    }
+    TB_UNROLL
+    for (int t = 0; t < nt; t++) out[t] = acc[t];
+}
+
+/* ---------------------------------------------------------------------- */
+/* matvec / gemm                                                            */
+/* ---------------------------------------------------------------------- */
+
+/* matvec and gemm of one format on its 8-row copy: y[r] = W[r]·a for r in
+ * [r0, r1) (Y[t * ldy + r] = W[r]·A[t], TB_TRP8_NT tokens per pass over
+ * the rows); false when W has no copy or its rows are too long (the
+ * caller runs the file layout). */
+#define TB_TRP8_KERNELS(name, TYPE, GRP, DOT)                                                          \
+    static bool matvec_##name(const void *W, size_t ws, const void *a, float *y, int64_t r0,          \
+                              int64_t r1, int64_t n) {                                                \
+        const int64_t nb = n / QK_K;                                                                  \
+        if (r0 >= r1) return true;                                                                    \
+        if (nb > TB_TRP8_MAXNB) return false;                                                         \
+        const GRP *G = tb_repack_lookup(W, ws, TB_ISA_AVX2, TYPE);                                     \
+        if (!G) return false;                                                                         \
+        int32_t ns0[TB_TRP8_MAXNB];   /* (nb) */                                                      \
+        const block_q8_K *aa[1] = {a};                                                                \
+        const int32_t *ns[1] = {ns0};                                                                 \
+        prep_trp8(a, nb, ns0);                                                                        \
+        for (int64_t g = r0 / TB_TRP8_ROWS; g * TB_TRP8_ROWS < r1; g++) {                             \
+            __m256 o[TB_TRP8_NT];                                                                     \
+            DOT(1, G + g * nb, nb, aa, ns, o);                                                        \
+            q4rp8_store(y, g, r0, r1, o[0]);                                                          \
+        }                                                                                             \
+        return true;                                                                                  \
+    }                                                                                                 \
+    static bool gemm_##name(const void *W, size_t ws, const void *A, size_t as, int64_t nt, float *Y, \
+                            int64_t ldy, int64_t r0, int64_t r1, int64_t n) {                         \
+        const int64_t nb = n / QK_K;                                                                  \
+        if (r0 >= r1) return true;                                                                    \
+        if (nb > TB_TRP8_MAXNB) return false;                                                         \
+        const GRP *G = tb_repack_lookup(W, ws, TB_ISA_AVX2, TYPE);                                     \
+        if (!G) return false;                                                                         \
+        int32_t prep[TB_TRP8_NT][TB_TRP8_MAXNB];   /* (TB_TRP8_NT, nb) */                             \
+        for (int64_t t0 = 0; t0 < nt; t0 += TB_TRP8_NT) {                                             \
+            const int ntk = (int)TB_MIN(TB_TRP8_NT, nt - t0);                                         \
+            const block_q8_K *aa[TB_TRP8_NT];                                                         \
+            const int32_t *ns[TB_TRP8_NT];                                                            \
+            for (int t = 0; t < ntk; t++) {                                                           \
+                aa[t] = (const block_q8_K *)((const uint8_t *)A + (size_t)(t0 + t) * as);             \
+                prep_trp8(aa[t], nb, prep[t]);                                                        \
+                ns[t] = prep[t];                                                                      \
+            }                                                                                         \
+            for (int64_t g = r0 / TB_TRP8_ROWS; g * TB_TRP8_ROWS < r1; g++) {                         \
+                __m256 o[TB_TRP8_NT];                                                                 \
+                if (ntk == TB_TRP8_NT) DOT(TB_TRP8_NT, G + g * nb, nb, aa, ns, o);                    \
+                else if (ntk == 1) DOT(1, G + g * nb, nb, aa, ns, o);                                 \
+                else DOT(ntk, G + g * nb, nb, aa, ns, o);                                             \
+                for (int t = 0; t < ntk; t++) q4rp8_store(Y + (t0 + t) * ldy, g, r0, r1, o[t]);       \
+            }                                                                                         \
+        }                                                                                             \
+        return true;                                                                                  \
+    }
+
+TB_TRP8_KERNELS(tq2_0_rp8, TB_TYPE_TQ2_0, tq2_0_grp8, dot_tq2_0_grp8)
+TB_TRP8_KERNELS(tq1_0_rp8, TB_TYPE_TQ1_0, tq1_0_grp8, dot_tq1_0_grp8)
+
+#endif
