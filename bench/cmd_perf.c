@@ -281,13 +281,16 @@ typedef struct {
 } bench_result_t;
 
 /* One timed eval of n tokens (prefill if batch, else one token at a time)
- * after the cache was filled to `depth` tokens (untimed). */
-static int time_eval(tb_session_t *s, int32_t n_vocab, int depth, int n, bool batch, double *tps) {
+ * after the cache was filled to `depth` tokens (untimed, unprofiled); with
+ * `profile` the session's per-phase profile covers exactly the timed eval. */
+static int time_eval_p(tb_session_t *s, int32_t n_vocab, int depth, int n, bool batch, bool profile,
+                       double *tps) {
     tb_session_reset(s);
     int32_t *ids = malloc(sizeof(int32_t) * (size_t)(n > depth ? n : depth) + sizeof(int32_t));
     if (!ids) return TB_ERR_NOMEM;
     for (int i = 0; i < (n > depth ? n : depth); i++) ids[i] = (int32_t)((i * 7919 + 13) % n_vocab);
     int rc = depth ? tb_session_eval(s, ids, depth, false) : TB_OK;
+    if (profile) tb_session_set_profile(s, true);
     uint64_t t0 = tb_now_ns();
     if (!rc && batch) rc = tb_session_eval(s, ids, n, false);
     for (int i = 0; !rc && !batch && i < n; i++) rc = tb_session_eval(s, &ids[i], 1, false);
@@ -295,6 +298,10 @@ static int time_eval(tb_session_t *s, int32_t n_vocab, int depth, int n, bool ba
     free(ids);
     *tps = (double)n * 1e9 / (double)(dt ? dt : 1);
     return rc;
+}
+
+static int time_eval(tb_session_t *s, int32_t n_vocab, int depth, int n, bool batch, double *tps) {
+    return time_eval_p(s, n_vocab, depth, n, batch, false, tps);
 }
 
 static int cmp_double(const void *a, const void *b) {
@@ -438,8 +445,7 @@ int cmd_bench(int argc, char **argv) {
     tb_profile_t prof = {0};
     if (!rc && o.profile && o.n_gen > 0) {   /* untimed by the tests above: its own decode run */
         double tps;
-        tb_session_set_profile(s, true);
-        rc = time_eval(s, info.n_vocab, o.ctx, o.n_gen, false, &tps);
+        rc = time_eval_p(s, info.n_vocab, o.ctx, o.n_gen, false, true, &tps);
         tb_session_get_profile(s, &prof);
         tb_session_set_profile(s, false);
     }

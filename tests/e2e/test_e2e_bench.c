@@ -65,6 +65,25 @@ static void test_bench_json(void **state) {
     if (strchr(tg, '\n')[1] != '\0') fail_msg("bench --json: more than two objects: %s", r.out);
     e2e_res_free(&r);
 
+    /* --profile: one more object splitting a decode run of exactly -n
+     * tokens at depth --ctx (the cache fill is not profiled) into phases */
+    E2E_RUN(&r, E2E_NO_LIMIT, "bench", "-m", "m.gguf", "--ctx", "8", "-p", "0", "-n", "4", "-r", "1", "-t", "1",
+            "--json", "--profile");
+    e2e_assert_clean(&r, "bench --profile");
+    if (r.status != 0) fail_msg("bench --profile: exit %d: %s", r.status, r.err);
+    const char *pr = strchr(r.out, '\n');
+    static const char want_pr[] = "{\"profile\": \"tg4\",";
+    if (!pr || strncmp(pr + 1, want_pr, sizeof want_pr - 1)) fail_msg("bench --profile: %s", r.out);
+    pr++;
+    assert_true(num(pr, "total_ms_per_token") > 0);
+    for (const char *ph = "qkv\0attention\0attn_out\0ffn_up\0ffn_down\0output\0"; *ph; ph += strlen(ph) + 1) {
+        char want[48];
+        snprintf(want, sizeof want, "{\"phase\": \"%s\", \"ms_per_token\": ", ph);
+        const char *at = strstr(pr, want);
+        if (!at || !(strtod(at + strlen(want), NULL) > 0)) fail_msg("bench --profile: no time for %s: %s", ph, pr);
+    }
+    e2e_res_free(&r);
+
     /* the table form states the bracketing and prints the per-rep range */
     E2E_RUN(&r, E2E_NO_LIMIT, "bench", "-m", "m.gguf", "-p", "0", "-n", "4", "-r", "2", "-t", "1");
     e2e_assert_clean(&r, "bench");
