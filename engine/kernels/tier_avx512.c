@@ -41,10 +41,8 @@ TB_X86_KERNELS(tq1_0_vnni, DOT_TQ1_0_VNNI)
 TB_X86_KERNELS(f32, DOT_F32)
 TB_X86_KERNELS(f16, DOT_F16)
 TB_X86_KERNELS(bf16, DOT_BF16)
-TB_FXRP_KERNELS(f32, TB_TYPE_F32, 0)                      /* x86_fx_rp.h */
-TB_FXRP_KERNELS(f16, TB_TYPE_F16, 1)
+TB_FXRP_KERNELS(f16, TB_TYPE_F16, 1)                      /* x86_fx_rp.h */
 TB_FXRP_KERNELS(bf16, TB_TYPE_BF16, 2)
-TB_RP_WITH_FALLBACK(f32_512, f32_rp, f32)
 TB_RP_WITH_FALLBACK(f16_512, f16_rp, f16)
 TB_RP_WITH_FALLBACK(bf16_512, bf16_rp, bf16)
 
@@ -113,9 +111,8 @@ void tb_kernels_fill_avx512(tb_kernels_t *k) {
     TB_X86_SET(k, TB_TYPE_F32, f32, NULL);   /* x86_float.h, 512-bit */
     TB_X86_SET(k, TB_TYPE_F16, f16, NULL);
     TB_X86_SET(k, TB_TYPE_BF16, bf16, NULL);
-    /* rows interleaved by TB_FXRP_ROWS (x86_fx_rp.h): one stream, shared activation loads */
+    /* F16/BF16 rows interleaved by TB_FXRP_ROWS (x86_fx_rp.h): one stream, shared activation loads */
     static const struct { tb_type_t t; tb_repack_fn rp; tb_matvec_fn mv; tb_gemm_fn gm; } fx[] = {
-        {TB_TYPE_F32, repack_f32, matvec_f32_512, gemm_f32_512},
         {TB_TYPE_F16, repack_f16, matvec_f16_512, gemm_f16_512},
         {TB_TYPE_BF16, repack_bf16, matvec_bf16_512, gemm_bf16_512},
     };
