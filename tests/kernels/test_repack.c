@@ -81,6 +81,82 @@ static void fill_nan(float *y, size_t n) {
     for (size_t i = 0; i < n; i++) y[i] = NAN;
 }
 
+/* NT rows of Q8_K activations (nb blocks each, row stride as): token 0 all
+ * -128, token 1 all +127, the rest random; d = 1 for the first `ones`
+ * tokens, small random after; bsums consistent. */
+static void fill_q8_K_extremes(uint8_t *A, size_t as, int nt, int64_t nb, int ones) {
+    for (int t = 0; t < nt; t++)
+        for (int64_t i = 0; i < nb; i++) {
+            block_q8_K *y = (block_q8_K *)(A + as * (size_t)t) + i;
+            y->d = t < ones ? 1.0f : 0.01f * frand();
+            for (int j = 0; j < QK_K; j++)
+                y->qs[j] = (int8_t)(t == 0 ? -128 : t == 1 ? 127 : (int)(rnd() & 0xFF) - 128);
+            for (int g = 0; g < QK_K / 16; g++) {
+                int sum = 0;
+                for (int j = 0; j < 16; j++) sum += y->qs[16 * g + j];
+                y->bsums[g] = (int16_t)sum;
+            }
+        }
+}
+
+/* W (rows x n of type wt, stride ws) against nt activation rows A (stride
+ * as) through the active tier's repacked copy, the file bytes poisoned
+ * after registering: matvec within budget of the _ref on [r0, r1) and NaN
+ * left outside, gemm of 1..nt tokens bit-identical to matvec. Frees W and
+ * A. `what` labels failures. */
+static void check_registered(tb_type_t wt, uint8_t *W, size_t ws, int64_t rows, int64_t n, uint8_t *A,
+                             size_t as, int nt, int64_t r0, int64_t r1, const char *what) {
+    const tb_type_kernels_t *e = &tb_kernels()->t[wt];
+    const tb_kernels_t *ref = tb_kernels_for(TB_ISA_REF);
+    const size_t cells = (size_t)nt * (size_t)rows;
+    float *want = xalloc(sizeof(float) * cells), *y = xalloc(sizeof(float) * cells);   // (nt, rows)
+    float *Y = xalloc(sizeof(float) * cells);                                          // (nt, rows)
+    double *tol = xalloc(sizeof(double) * cells);                                      // (nt, rows)
+    for (int t = 0; t < nt; t++)
+        for (int64_t r = 0; r < rows; r++) {
+            const uint8_t *wr = W + ws * (size_t)r, *ar = A + as * (size_t)t;
+            ref->t[wt].vec_dot(n, &want[t * rows + r], wr, ar);
+            tol[t * rows + r] = budget(wt, wr, ar, n);
+        }
+    const int owner = 0;
+    assert_int_equal(tb_repack_register(&owner, wt, W, ws, rows, n, 1, NULL, NULL), TB_OK);
+    assert_non_null(tb_repack_lookup(W, ws, tb_isa_active(), wt));
+    memset(W, 0x5A, ws * (size_t)rows);   /* only the copy may be read from here on */
+    for (int t = 0; t < nt; t++) {
+        float *yt = y + t * rows;   // (rows)
+        fill_nan(yt, (size_t)rows);
+        e->matvec(W, ws, A + as * (size_t)t, yt, r0, r1, n);
+        for (int64_t r = 0; r < rows; r++) {
+            if (r < r0 || r >= r1) {
+                if (!isnan(yt[r])) fail_msg("%s: matvec wrote row %lld outside [%lld, %lld)", what, (long long)r,
+                                            (long long)r0, (long long)r1);
+            } else if (!(fabs((double)yt[r] - want[t * rows + r]) <= tol[t * rows + r])) {
+                fail_msg("%s (%lld x %lld, tier %s) token %d row %lld: got %.9g want %.9g (budget %.3g)", what,
+                         (long long)rows, (long long)n, tb_isa_name(tb_isa_active()), t, (long long)r, yt[r],
+                         want[t * rows + r], tol[t * rows + r]);
+            }
+        }
+    }
+    for (int k = 1; k <= nt; k++) {
+        fill_nan(Y, cells);
+        e->gemm(W, ws, A, as, k, Y, rows, r0, r1, n);
+        for (int t = 0; t < k; t++)
+            for (int64_t r = 0; r < rows; r++) {
+                const float g = Y[t * rows + r], m = y[t * rows + r];
+                if (r < r0 || r >= r1) {
+                    if (!isnan(g)) fail_msg("%s: gemm wrote row %lld outside the range", what, (long long)r);
+                } else if (memcmp(&g, &m, sizeof g) != 0) {
+                    fail_msg("%s: gemm (%d tokens) token %d row %lld %.9g != matvec %.9g", what, k, t, (long long)r,
+                             g, m);
+                }
+            }
+    }
+    tb_repack_release(&owner);
+    free(want); free(y); free(Y); free(tol);
+    free(A);
+    free(W);
+}
+
 /* One registered stack of 2 matrices of rows x n checked through the
  * active table; false when the tier has no repack for wt (registration
  * then checked as a no-op). With `poison` the file bytes are overwritten
@@ -287,9 +363,8 @@ static void test_q4_K_extremes(void **state) {
     (void)state;
     const tb_type_kernels_t *e = &tb_kernels()->t[TB_TYPE_Q4_K];
     if (!e->repack) skip();
-    const tb_kernels_t *ref = tb_kernels_for(TB_ISA_REF);
     static const struct { int64_t rows, nb, r0, r1; } cases[] = {{21, 3, 3, 19}, {40, 64, 16, 37}, {16, 1, 0, 16}};
-    enum { NT = 36, MAXR = 40 };
+    enum { NT = 36 };
     for (size_t c = 0; c < TB_ARRAY_LEN(cases); c++) {
         const int64_t rows = cases[c].rows, nb = cases[c].nb, n = QK_K * nb, r0 = cases[c].r0, r1 = cases[c].r1;
         const size_t ws = tb_type_row_bytes(TB_TYPE_Q4_K, n), as = tb_act_row_bytes(TB_TYPE_Q4_K, n);
@@ -304,48 +379,8 @@ static void test_q4_K_extremes(void **state) {
                 for (int j = 0; j < QK_K / 2; j++) b->qs[j] = max ? 0xFF : (uint8_t)rnd();
             }
         uint8_t *A = xalloc(as * NT);   // (NT, n / 256) Q8_K
-        for (int t = 0; t < NT; t++)
-            for (int64_t i = 0; i < nb; i++) {
-                block_q8_K *y = (block_q8_K *)(A + as * (size_t)t) + i;
-                y->d = t < 3 ? 1.0f : 0.01f * frand();
-                for (int j = 0; j < QK_K; j++)
-                    y->qs[j] = (int8_t)(t == 0 ? -128 : t == 1 ? 127 : (int)(rnd() & 0xFF) - 128);
-                for (int g = 0; g < QK_K / 16; g++) {
-                    int sum = 0;
-                    for (int j = 0; j < 16; j++) sum += y->qs[16 * g + j];
-                    y->bsums[g] = (int16_t)sum;
-                }
-            }
-        float want[NT][MAXR], y[NT][MAXR], Y[NT][MAXR];
-        double tol[NT][MAXR];
-        for (int t = 0; t < NT; t++)
-            for (int64_t r = 0; r < rows; r++) {
-                const uint8_t *wr = W + ws * (size_t)r, *ar = A + as * (size_t)t;
-                ref->t[TB_TYPE_Q4_K].vec_dot(n, &want[t][r], wr, ar);
-                tol[t][r] = budget(TB_TYPE_Q4_K, wr, ar, n);
-            }
-        const int owner = 0;
-        assert_int_equal(tb_repack_register(&owner, TB_TYPE_Q4_K, W, ws, rows, n, 1, NULL, NULL), TB_OK);
-        memset(W, 0x5A, ws * (size_t)rows);   /* only the copy may be read from here on */
-        for (int t = 0; t < NT; t++) {
-            fill_nan(y[t], MAXR);
-            e->matvec(W, ws, A + as * (size_t)t, y[t], r0, r1, n);
-            for (int64_t r = 0; r < rows; r++) {
-                if (r < r0 || r >= r1) {
-                    if (!isnan(y[t][r])) fail_msg("q4_K: matvec wrote row %lld outside [%lld, %lld)", (long long)r,
-                                                  (long long)r0, (long long)r1);
-                } else if (!(fabs((double)y[t][r] - want[t][r]) <= tol[t][r])) {
-                    fail_msg("q4_K extremes (%lld x %lld) token %d row %lld: got %.9g want %.9g (budget %.3g)",
-                             (long long)rows, (long long)n, t, (long long)r, y[t][r], want[t][r], tol[t][r]);
-                }
-            }
-        }
-        fill_nan(&Y[0][0], NT * MAXR);
-        e->gemm(W, ws, A, as, NT, &Y[0][0], MAXR, r0, r1, n);
-        assert_memory_equal(Y, y, sizeof Y);   /* NaN bytes outside [r0, r1) are the same too */
-        tb_repack_release(&owner);
-        free(A);
-        free(W);
+        fill_q8_K_extremes(A, as, NT, nb, 3);
+        check_registered(TB_TYPE_Q4_K, W, ws, rows, n, A, as, NT, r0, r1, "q4_K extremes");
     }
 }
 
@@ -389,11 +424,10 @@ static void test_q8_0_extremes(void **state) {
     (void)state;
     const tb_type_kernels_t *e = &tb_kernels()->t[TB_TYPE_Q8_0];
     if (!e->repack) skip();
-    const tb_kernels_t *ref = tb_kernels_for(TB_ISA_REF);
     static const struct { int64_t rows, nb, r0, r1; } cases[] = {
         {21, 3, 3, 19}, {40, 64, 16, 37}, {16, 1, 0, 16}, {35, 9, 1, 34},
     };
-    enum { NT = 20, MAXR = 40 };
+    enum { NT = 20 };
     for (size_t c = 0; c < TB_ARRAY_LEN(cases); c++) {
         const int64_t rows = cases[c].rows, nb = cases[c].nb, n = QK8_0 * nb, r0 = cases[c].r0, r1 = cases[c].r1;
         const size_t ws = tb_type_row_bytes(TB_TYPE_Q8_0, n), as = tb_act_row_bytes(TB_TYPE_Q8_0, n);
@@ -413,36 +447,7 @@ static void test_q8_0_extremes(void **state) {
                 for (int j = 0; j < QK8_0; j++)
                     y->qs[j] = (int8_t)(t == 0 ? -128 : t == 1 ? 127 : (int)(rnd() & 0xFF) - 128);
             }
-        float want[NT][MAXR], y[NT][MAXR], Y[NT][MAXR];
-        double tol[NT][MAXR];
-        for (int t = 0; t < NT; t++)
-            for (int64_t r = 0; r < rows; r++) {
-                const uint8_t *wr = W + ws * (size_t)r, *ar = A + as * (size_t)t;
-                ref->t[TB_TYPE_Q8_0].vec_dot(n, &want[t][r], wr, ar);
-                tol[t][r] = budget(TB_TYPE_Q8_0, wr, ar, n);
-            }
-        const int owner = 0;
-        assert_int_equal(tb_repack_register(&owner, TB_TYPE_Q8_0, W, ws, rows, n, 1, NULL, NULL), TB_OK);
-        memset(W, 0x5A, ws * (size_t)rows);   /* only the copy may be read from here on */
-        for (int t = 0; t < NT; t++) {
-            fill_nan(y[t], MAXR);
-            e->matvec(W, ws, A + as * (size_t)t, y[t], r0, r1, n);
-            for (int64_t r = 0; r < rows; r++) {
-                if (r < r0 || r >= r1) {
-                    if (!isnan(y[t][r])) fail_msg("q8_0: matvec wrote row %lld outside [%lld, %lld)", (long long)r,
-                                                  (long long)r0, (long long)r1);
-                } else if (!(fabs((double)y[t][r] - want[t][r]) <= tol[t][r])) {
-                    fail_msg("q8_0 extremes (%lld x %lld) token %d row %lld: got %.9g want %.9g (budget %.3g)",
-                             (long long)rows, (long long)n, t, (long long)r, y[t][r], want[t][r], tol[t][r]);
-                }
-            }
-        }
-        fill_nan(&Y[0][0], NT * MAXR);
-        e->gemm(W, ws, A, as, NT, &Y[0][0], MAXR, r0, r1, n);
-        assert_memory_equal(Y, y, sizeof Y);   /* NaN bytes outside [r0, r1) are the same too */
-        tb_repack_release(&owner);
-        free(A);
-        free(W);
+        check_registered(TB_TYPE_Q8_0, W, ws, rows, n, A, as, NT, r0, r1, "q8_0 extremes");
     }
 }
 
@@ -454,10 +459,7 @@ static void test_q8_0_extremes(void **state) {
  * _ref, gemm (1..9 tokens) bit-identical to matvec, rows outside [r0, r1)
  * untouched. */
 static void check_ternary_bytes(tb_type_t wt, int64_t rows, int64_t nb, int64_t r0, int64_t r1) {
-    enum { NT = 9, MAXR = 40 };
-    assert_true(rows <= MAXR);
-    const tb_type_kernels_t *e = &tb_kernels()->t[wt];
-    const tb_kernels_t *ref = tb_kernels_for(TB_ISA_REF);
+    enum { NT = 9 };
     const int64_t n = QK_K * nb;
     const size_t ws = tb_type_row_bytes(wt, n), as = tb_act_row_bytes(wt, n), bs = ws / (size_t)nb;
     uint8_t *W = xalloc(ws * (size_t)rows);   // (rows, nb, bs): codes, then d (fp16) last in each block
@@ -470,61 +472,10 @@ static void check_ternary_bytes(tb_type_t wt, int64_t rows, int64_t nb, int64_t 
             memcpy(b + bs - 2, &d, 2);
         }
     uint8_t *A = xalloc(as * NT);   // (NT, nb) Q8_K
-    for (int t = 0; t < NT; t++)
-        for (int64_t i = 0; i < nb; i++) {
-            block_q8_K *y = (block_q8_K *)(A + as * (size_t)t) + i;
-            y->d = t < 2 ? 1.0f : 0.01f * frand();
-            for (int j = 0; j < QK_K; j++)
-                y->qs[j] = (int8_t)(t == 0 ? -128 : t == 1 ? 127 : (int)(rnd() & 0xFF) - 128);
-            for (int g = 0; g < QK_K / 16; g++) {
-                int sum = 0;
-                for (int j = 0; j < 16; j++) sum += y->qs[16 * g + j];
-                y->bsums[g] = (int16_t)sum;
-            }
-        }
-    float want[NT][MAXR], y[NT][MAXR], Y[NT][MAXR];
-    double tol[NT][MAXR];
-    for (int t = 0; t < NT; t++)
-        for (int64_t r = 0; r < rows; r++) {
-            const uint8_t *wr = W + ws * (size_t)r, *ar = A + as * (size_t)t;
-            ref->t[wt].vec_dot(n, &want[t][r], wr, ar);
-            tol[t][r] = budget(wt, wr, ar, n);
-        }
-    const int owner = 0;
-    assert_int_equal(tb_repack_register(&owner, wt, W, ws, rows, n, 1, NULL, NULL), TB_OK);
-    assert_non_null(tb_repack_lookup(W, ws, tb_isa_active(), wt));
-    memset(W, 0x5A, ws * (size_t)rows);   /* only the copy may be read from here on */
-    for (int t = 0; t < NT; t++) {
-        fill_nan(y[t], MAXR);
-        e->matvec(W, ws, A + as * (size_t)t, y[t], r0, r1, n);
-        for (int64_t r = 0; r < rows; r++) {
-            if (r < r0 || r >= r1) {
-                if (!isnan(y[t][r])) fail_msg("%s: matvec wrote row %lld outside [%lld, %lld)", tb_type_name(wt),
-                                              (long long)r, (long long)r0, (long long)r1);
-            } else if (!(fabs((double)y[t][r] - want[t][r]) <= tol[t][r])) {
-                fail_msg("%s bytes (%lld x %lld, tier %s) token %d row %lld: got %.9g want %.9g", tb_type_name(wt),
-                         (long long)rows, (long long)n, tb_isa_name(tb_isa_active()), t, (long long)r, y[t][r],
-                         want[t][r]);
-            }
-        }
-    }
-    for (int nt = 1; nt <= NT; nt++) {
-        for (int t = 0; t < nt; t++) fill_nan(Y[t], MAXR);
-        e->gemm(W, ws, A, as, nt, &Y[0][0], MAXR, r0, r1, n);
-        for (int t = 0; t < nt; t++)
-            for (int64_t r = 0; r < rows; r++) {
-                if (r < r0 || r >= r1) {
-                    if (!isnan(Y[t][r])) fail_msg("%s: gemm wrote row %lld outside the range", tb_type_name(wt),
-                                                  (long long)r);
-                } else if (memcmp(&Y[t][r], &y[t][r], sizeof(float)) != 0) {
-                    fail_msg("%s bytes: gemm (%d tokens) token %d row %lld %.9g != matvec %.9g", tb_type_name(wt), nt,
-                             t, (long long)r, Y[t][r], y[t][r]);
-                }
-            }
-    }
-    tb_repack_release(&owner);
-    free(A);
-    free(W);
+    fill_q8_K_extremes(A, as, NT, nb, 2);
+    char what[32];
+    snprintf(what, sizeof what, "%s bytes", tb_type_name(wt));
+    check_registered(wt, W, ws, rows, n, A, as, NT, r0, r1, what);
 }
 
 /* TQ2_0 and TQ1_0 on every tier this CPU runs that repacks them (AVX2:
@@ -592,9 +543,8 @@ static void test_tq1_0_bytes(void **state) {
     (void)state;
     const tb_type_kernels_t *e = &tb_kernels()->t[TB_TYPE_TQ1_0];
     if (!e->repack) skip();
-    const tb_kernels_t *ref = tb_kernels_for(TB_ISA_REF);
     static const struct { int64_t rows, nb, r0, r1; } cases[] = {{21, 3, 3, 19}, {40, 22, 16, 37}, {16, 1, 0, 16}};
-    enum { NT = 9, MAXR = 40 };
+    enum { NT = 9 };
     for (size_t c = 0; c < TB_ARRAY_LEN(cases); c++) {
         const int64_t rows = cases[c].rows, nb = cases[c].nb, n = QK_K * nb, r0 = cases[c].r0, r1 = cases[c].r1;
         const size_t ws = tb_type_row_bytes(TB_TYPE_TQ1_0, n), as = tb_act_row_bytes(TB_TYPE_TQ1_0, n);
@@ -609,58 +559,8 @@ static void test_tq1_0_bytes(void **state) {
                 for (size_t j = 0; j < sizeof b->qh; j++) b->qh[j] = ff ? 0xFF : (uint8_t)(v++ * 13);
             }
         uint8_t *A = xalloc(as * NT);   // (NT, n / 256) Q8_K
-        for (int t = 0; t < NT; t++)
-            for (int64_t i = 0; i < nb; i++) {
-                block_q8_K *y = (block_q8_K *)(A + as * (size_t)t) + i;
-                y->d = t < 2 ? 1.0f : 0.01f * frand();
-                for (int j = 0; j < QK_K; j++)
-                    y->qs[j] = (int8_t)(t == 0 ? -128 : t == 1 ? 127 : (int)(rnd() & 0xFF) - 128);
-                for (int g = 0; g < QK_K / 16; g++) {
-                    int sum = 0;
-                    for (int j = 0; j < 16; j++) sum += y->qs[16 * g + j];
-                    y->bsums[g] = (int16_t)sum;
-                }
-            }
-        float want[NT][MAXR], y[NT][MAXR], Y[NT][MAXR];
-        double tol[NT][MAXR];
-        for (int t = 0; t < NT; t++)
-            for (int64_t r = 0; r < rows; r++) {
-                const uint8_t *wr = W + ws * (size_t)r, *ar = A + as * (size_t)t;
-                ref->t[TB_TYPE_TQ1_0].vec_dot(n, &want[t][r], wr, ar);
-                tol[t][r] = budget(TB_TYPE_TQ1_0, wr, ar, n);
-            }
-        const int owner = 0;
-        assert_int_equal(tb_repack_register(&owner, TB_TYPE_TQ1_0, W, ws, rows, n, 1, NULL, NULL), TB_OK);
-        memset(W, 0x5A, ws * (size_t)rows);   /* only the copy may be read from here on */
-        for (int t = 0; t < NT; t++) {
-            fill_nan(y[t], MAXR);
-            e->matvec(W, ws, A + as * (size_t)t, y[t], r0, r1, n);
-            for (int64_t r = 0; r < rows; r++) {
-                if (r < r0 || r >= r1) {
-                    if (!isnan(y[t][r])) fail_msg("tq1_0: matvec wrote row %lld outside [%lld, %lld)", (long long)r,
-                                                  (long long)r0, (long long)r1);
-                } else if (!(fabs((double)y[t][r] - want[t][r]) <= tol[t][r])) {
-                    fail_msg("tq1_0 bytes (%lld x %lld) token %d row %lld: got %.9g want %.9g (budget %.3g)",
-                             (long long)rows, (long long)n, t, (long long)r, y[t][r], want[t][r], tol[t][r]);
-                }
-            }
-        }
-        for (int nt = 1; nt <= NT; nt++) {
-            for (int t = 0; t < nt; t++) fill_nan(Y[t], MAXR);
-            e->gemm(W, ws, A, as, nt, &Y[0][0], MAXR, r0, r1, n);
-            for (int t = 0; t < nt; t++)
-                for (int64_t r = 0; r < rows; r++) {
-                    if (r < r0 || r >= r1) {
-                        if (!isnan(Y[t][r])) fail_msg("tq1_0: gemm wrote row %lld outside the range", (long long)r);
-                    } else if (memcmp(&Y[t][r], &y[t][r], sizeof(float)) != 0) {
-                        fail_msg("tq1_0 bytes: gemm (%d tokens) token %d row %lld %.9g != matvec %.9g", nt, t,
-                                 (long long)r, Y[t][r], y[t][r]);
-                    }
-                }
-        }
-        tb_repack_release(&owner);
-        free(A);
-        free(W);
+        fill_q8_K_extremes(A, as, NT, nb, 2);
+        check_registered(TB_TYPE_TQ1_0, W, ws, rows, n, A, as, NT, r0, r1, "tq1_0 bytes");
     }
 }
 
