@@ -84,6 +84,61 @@ TB_INLINE __mmask16 tb_grp_mask16(int64_t g, int64_t r0, int64_t r1) {
     const int64_t lo = TB_MAX(r0 - g * 16, 0), hi = TB_MIN(r1 - g * 16, 16);
     return (__mmask16)(((1u << hi) - 1) & ~((1u << lo) - 1));
 }
+/* matvec_<fmt>_rp / gemm_<fmt>_rp of a 16-row repacked format whose
+ * activation rows (blocks ABLK of QK elements) are prepared once per row by
+ * PREP(a, nb, pact) into PACT[nb], and whose group body is
+ * DOT(nt, G + g * nb, nb, aa, pa, o[nt]) with G the copy's GRP blocks.
+ * Both return false (the caller reads the file layout) when W has no copy
+ * or its rows exceed MAXNB blocks. gemm runs NT tokens per pass over each
+ * group; the 16 lanes of o[t] are rows, stored under tb_grp_mask16. */
+#define TB_RP16_KERNELS(fmt, TYPE, GRP, ABLK, PACT, QK, MAXNB, NT, PREP, DOT)                      \
+    static bool matvec_##fmt##_rp(const void *W, size_t ws, const void *a, float *y, int64_t r0,   \
+                                  int64_t r1, int64_t n) {                                          \
+        const int64_t nb = n / (QK);                                                               \
+        if (r0 >= r1) return true;                                                                  \
+        if (nb > (MAXNB)) return false;                                                             \
+        const GRP *G = tb_repack_lookup(W, ws, TB_ISA_AVX512, TYPE);                                \
+        if (!G) return false;                                                                       \
+        PACT pa0[MAXNB];   /* (nb) */                                                               \
+        const ABLK *aa[1] = {a};                                                                    \
+        const PACT *pa[1] = {pa0};                                                                  \
+        PREP(a, nb, pa0);                                                                           \
+        for (int64_t g = r0 / 16; g * 16 < r1; g++) {                                               \
+            __m512 o[NT];                                                                           \
+            DOT(1, G + g * nb, nb, aa, pa, o);                                                      \
+            _mm512_mask_storeu_ps(y + g * 16, tb_grp_mask16(g, r0, r1), o[0]);                      \
+        }                                                                                           \
+        return true;                                                                                \
+    }                                                                                               \
+    static bool gemm_##fmt##_rp(const void *W, size_t ws, const void *A, size_t as, int64_t nt,    \
+                                float *Y, int64_t ldy, int64_t r0, int64_t r1, int64_t n) {         \
+        const int64_t nb = n / (QK);                                                               \
+        if (r0 >= r1) return true;                                                                  \
+        if (nb > (MAXNB)) return false;                                                             \
+        const GRP *G = tb_repack_lookup(W, ws, TB_ISA_AVX512, TYPE);                                \
+        if (!G) return false;                                                                       \
+        PACT prep[NT][MAXNB];   /* (NT, nb) on the stack */                                         \
+        for (int64_t t0 = 0; t0 < nt; t0 += (NT)) {                                                 \
+            const int ntk = (int)TB_MIN((NT), nt - t0);                                             \
+            const ABLK *aa[NT];                                                                     \
+            const PACT *pa[NT];                                                                     \
+            for (int t = 0; t < ntk; t++) {                                                         \
+                aa[t] = (const ABLK *)((const uint8_t *)A + (size_t)(t0 + t) * as);                 \
+                PREP(aa[t], nb, prep[t]);                                                           \
+                pa[t] = prep[t];                                                                    \
+            }                                                                                       \
+            for (int64_t g = r0 / 16; g * 16 < r1; g++) {                                           \
+                __m512 o[NT];                                                                       \
+                if (ntk == (NT)) DOT((NT), G + g * nb, nb, aa, pa, o);                              \
+                else if (ntk == 1) DOT(1, G + g * nb, nb, aa, pa, o);                               \
+                else DOT(ntk, G + g * nb, nb, aa, pa, o);                                           \
+                const __mmask16 m = tb_grp_mask16(g, r0, r1);                                       \
+                for (int t = 0; t < ntk; t++) _mm512_mask_storeu_ps(Y + (t0 + t) * ldy + g * 16, m, o[t]); \
+            }                                                                                       \
+        }                                                                                           \
+        return true;                                                                                \
+    }
+
 /* Row-tiled generator: DOT(nr, nt, n, s, wrows, acts). matvec takes TB_NR
  * rows per pass, gemm TB_NR_GEMM rows x TB_NT tokens; tails use smaller
  * nr / nt, which leave each (row, token) result unchanged. */

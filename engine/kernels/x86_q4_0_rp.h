@@ -175,57 +175,9 @@ TB_INLINE void dot_q4_0_grp(int nt, const q4_0_grp *G, int64_t nb, const block_q
 /* matvec / gemm                                                            */
 /* ---------------------------------------------------------------------- */
 
-/* y[r] = W[r]·a for r in [r0, r1) on the repacked copy of W; false when W
- * has none or its rows are too long (the caller runs the file layout). */
-static bool matvec_q4_0_rp(const void *W, size_t ws, const void *a, float *y, int64_t r0, int64_t r1,
-                           int64_t n) {
-    const int64_t nb = n / QK4_0;
-    if (r0 >= r1) return true;
-    if (nb > TB_Q4RP_MAXNB) return false;
-    const q4_0_grp *G = tb_repack_lookup(W, ws, TB_ISA_AVX512, TB_TYPE_Q4_0);
-    if (!G) return false;
-    q4rp_act_t pa0[TB_Q4RP_MAXNB];   // (nb) 8 KiB
-    const block_q8_0 *aa[1] = {a};
-    const q4rp_act_t *pa[1] = {pa0};
-    prep_q4_0_rp(a, nb, pa0);
-    for (int64_t g = r0 / TB_Q4RP_ROWS; g * TB_Q4RP_ROWS < r1; g++) {
-        __m512 o[TB_Q4RP_NT];
-        dot_q4_0_grp(1, G + g * nb, nb, aa, pa, o);
-        _mm512_mask_storeu_ps(y + g * TB_Q4RP_ROWS, tb_grp_mask16(g, r0, r1), o[0]);
-    }
-    return true;
-}
-
-/* Y[t * ldy + r] = W[r]·A[t] on the repacked copy: TB_Q4RP_NT tokens per
- * pass over the rows [r0, r1); false as matvec_q4_0_rp. */
-static bool gemm_q4_0_rp(const void *W, size_t ws, const void *A, size_t as, int64_t nt, float *Y,
-                         int64_t ldy, int64_t r0, int64_t r1, int64_t n) {
-    const int64_t nb = n / QK4_0;
-    if (r0 >= r1) return true;
-    if (nb > TB_Q4RP_MAXNB) return false;
-    const q4_0_grp *G = tb_repack_lookup(W, ws, TB_ISA_AVX512, TB_TYPE_Q4_0);
-    if (!G) return false;
-    q4rp_act_t prep[TB_Q4RP_NT][TB_Q4RP_MAXNB];   // (TB_Q4RP_NT, nb) 64 KiB of stack
-    for (int64_t t0 = 0; t0 < nt; t0 += TB_Q4RP_NT) {
-        const int ntk = (int)TB_MIN(TB_Q4RP_NT, nt - t0);
-        const block_q8_0 *aa[TB_Q4RP_NT];
-        const q4rp_act_t *pa[TB_Q4RP_NT];
-        for (int t = 0; t < ntk; t++) {
-            aa[t] = (const block_q8_0 *)((const uint8_t *)A + (size_t)(t0 + t) * as);
-            prep_q4_0_rp(aa[t], nb, prep[t]);
-            pa[t] = prep[t];
-        }
-        for (int64_t g = r0 / TB_Q4RP_ROWS; g * TB_Q4RP_ROWS < r1; g++) {
-            __m512 o[TB_Q4RP_NT];
-            if (ntk == TB_Q4RP_NT) dot_q4_0_grp(TB_Q4RP_NT, G + g * nb, nb, aa, pa, o);
-            else if (ntk == 1) dot_q4_0_grp(1, G + g * nb, nb, aa, pa, o);
-            else dot_q4_0_grp(ntk, G + g * nb, nb, aa, pa, o);
-            const __mmask16 m = tb_grp_mask16(g, r0, r1);
-            for (int t = 0; t < ntk; t++) _mm512_mask_storeu_ps(Y + (t0 + t) * ldy + g * TB_Q4RP_ROWS, m, o[t]);
-        }
-    }
-    return true;
-}
+/* matvec_q4_0_rp / gemm_q4_0_rp (x86_common.h): TB_Q4RP_NT tokens per gemm pass. */
+_Static_assert(TB_Q4RP_ROWS == 16, "TB_RP16_KERNELS stores 16-row groups");
+TB_RP16_KERNELS(q4_0, TB_TYPE_Q4_0, q4_0_grp, block_q8_0, q4rp_act_t, QK4_0, TB_Q4RP_MAXNB, TB_Q4RP_NT, prep_q4_0_rp, dot_q4_0_grp)
 
 #elif !defined(__AVX512F__)
 
