@@ -283,8 +283,8 @@ typedef struct {
 /* One timed eval of n tokens (prefill if batch, else one token at a time)
  * after the cache was filled to `depth` tokens (untimed, unprofiled); with
  * `profile` the session's per-phase profile covers exactly the timed eval. */
-static int time_eval_p(tb_session_t *s, int32_t n_vocab, int depth, int n, bool batch, bool profile,
-                       double *tps) {
+static int time_eval(tb_session_t *s, int32_t n_vocab, int depth, int n, bool batch, bool profile,
+                     double *tps) {
     tb_session_reset(s);
     int32_t *ids = malloc(sizeof(int32_t) * (size_t)(n > depth ? n : depth) + sizeof(int32_t));
     if (!ids) return TB_ERR_NOMEM;
@@ -300,9 +300,6 @@ static int time_eval_p(tb_session_t *s, int32_t n_vocab, int depth, int n, bool 
     return rc;
 }
 
-static int time_eval(tb_session_t *s, int32_t n_vocab, int depth, int n, bool batch, double *tps) {
-    return time_eval_p(s, n_vocab, depth, n, batch, false, tps);
-}
 
 static int cmp_double(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
@@ -321,11 +318,11 @@ static int bench_test(tb_session_t *s, int32_t n_vocab, const bench_opts_t *o, b
     double *tps = calloc((size_t)o->reps * 3, sizeof(double));
     if (!tps) return TB_ERR_NOMEM;
     double *roof = tps + o->reps, *pct = roof + o->reps, warm;
-    int rc = time_eval(s, n_vocab, batch ? 0 : o->ctx, n, batch, &warm);   /* warm-up */
+    int rc = time_eval(s, n_vocab, batch ? 0 : o->ctx, n, batch, false, &warm);   /* warm-up */
     if (!rc) rc = probe(o->threads, bw) ? TB_ERR_IO : TB_OK;
     for (int i = 0; !rc && i < o->reps; i++) {
         const double before = *bw;
-        rc = time_eval(s, n_vocab, batch ? 0 : o->ctx, n, batch, &tps[i]);
+        rc = time_eval(s, n_vocab, batch ? 0 : o->ctx, n, batch, false, &tps[i]);
         if (!rc) rc = probe(o->threads, bw) ? TB_ERR_IO : TB_OK;
         roof[i] = before > *bw ? before : *bw;
         pct[i] = 100.0 * tps[i] * bytes_per_token / 1e9 / roof[i];
@@ -445,7 +442,7 @@ int cmd_bench(int argc, char **argv) {
     tb_profile_t prof = {0};
     if (!rc && o.profile && o.n_gen > 0) {   /* untimed by the tests above: its own decode run */
         double tps;
-        rc = time_eval_p(s, info.n_vocab, o.ctx, o.n_gen, false, true, &tps);
+        rc = time_eval(s, info.n_vocab, o.ctx, o.n_gen, false, true, &tps);
         tb_session_get_profile(s, &prof);
         tb_session_set_profile(s, false);
     }

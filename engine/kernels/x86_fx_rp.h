@@ -23,7 +23,8 @@
  * F32 is not registered: on the interleaved layout its matvec measured 11.7
  * GB/s per core against 35 GB/s for the file layout (ternbench kernels
  * --format f32 -t 1, 2026-11-29; cause not found), and its only large use,
- * MoE routers (256 x 2048), has short rows. The code keeps kind 0 working.
+ * MoE routers (256 x 2048), has short rows. (kind 0 paths remain for
+ * measuring it again; nothing registers or tests them.)
  *
  * Determinism: each row's arithmetic is exactly dot_fx512's for one token
  * (steps alternate two accumulators by parity, the tail is a masked step in

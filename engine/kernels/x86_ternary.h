@@ -174,6 +174,16 @@ TB_INLINE int32_t neg_sum_q8_K(const block_q8_K *y) {
     return -s;
 }
 
+/* The gemm tile of ntk tokens from t0: aa[t] = activation row t0 + t of A
+ * (row stride as), nsum[t][i] = neg_sum_q8_K of its block i, i < nb. */
+TB_INLINE void tern_prep_tile(const void *A, size_t as, int64_t t0, int ntk, int64_t nb, const block_q8_K **aa,
+                              int32_t (*nsum)[TB_RP_MAXNB]) {
+    for (int t = 0; t < ntk; t++) {
+        aa[t] = (const block_q8_K *)((const uint8_t *)A + (size_t)(t0 + t) * as);
+        for (int64_t i = 0; i < nb; i++) nsum[t][i] = neg_sum_q8_K(&aa[t][i]);
+    }
+}
+
 /* One group of 16 rows (nb blocks at G) times nt activations a[t] (nsum[t]
  * their -sums per block): out[t] = 16 row results. The integer dot of each
  * (row, block, token) is exact; the float steps (convert, scale, fma in
@@ -275,10 +285,7 @@ static bool gemm_tq2_0_rp(const void *W, size_t ws, const void *A, size_t as, in
     for (int64_t t0 = 0; t0 < nt; t0 += TB_RP_NT) {
         const int ntk = (int)TB_MIN(TB_RP_NT, nt - t0);
         const block_q8_K *aa[TB_RP_NT];
-        for (int t = 0; t < ntk; t++) {
-            aa[t] = (const block_q8_K *)((const uint8_t *)A + (size_t)(t0 + t) * as);
-            for (int64_t i = 0; i < nb; i++) nsum[t][i] = neg_sum_q8_K(&aa[t][i]);
-        }
+        tern_prep_tile(A, as, t0, ntk, nb, aa, nsum);
         for (int64_t g = r0 / TB_RP_ROWS; g * TB_RP_ROWS < r1; g++) {
             __m512 o[TB_RP_NT];
             if (ntk == TB_RP_NT) dot_tq2_0_grp(TB_RP_NT, G + g * nb, nb, aa, nsum, o);
@@ -418,10 +425,7 @@ static bool gemm_tq1_0_rp(const void *W, size_t ws, const void *A, size_t as, in
     for (int64_t t0 = 0; t0 < nt; t0 += TB_RP_NT1) {
         const int ntk = (int)TB_MIN(TB_RP_NT1, nt - t0);
         const block_q8_K *aa[TB_RP_NT1];
-        for (int t = 0; t < ntk; t++) {
-            aa[t] = (const block_q8_K *)((const uint8_t *)A + (size_t)(t0 + t) * as);
-            for (int64_t i = 0; i < nb; i++) nsum[t][i] = neg_sum_q8_K(&aa[t][i]);
-        }
+        tern_prep_tile(A, as, t0, ntk, nb, aa, nsum);
         for (int64_t g = r0 / TB_RP_ROWS; g * TB_RP_ROWS < r1; g++) {
             __m512 o[TB_RP_NT1];
             if (ntk == TB_RP_NT1) dot_tq1_0_grp(TB_RP_NT1, G + g * nb, nb, aa, nsum, o);
@@ -631,10 +635,7 @@ TB_G5_TARGET static void gemm_tq1_0_g5(const void *G, const void *A, size_t as, 
     for (int64_t t0 = 0; t0 < nt; t0 += TB_RP_NT1) {
         const int ntk = (int)TB_MIN(TB_RP_NT1, nt - t0);
         const block_q8_K *aa[TB_RP_NT1];
-        for (int t = 0; t < ntk; t++) {
-            aa[t] = (const block_q8_K *)((const uint8_t *)A + (size_t)(t0 + t) * as);
-            for (int64_t i = 0; i < nb; i++) nsum[t][i] = neg_sum_q8_K(&aa[t][i]);
-        }
+        tern_prep_tile(A, as, t0, ntk, nb, aa, nsum);
         for (int64_t g = r0 / TB_RP_ROWS; g * TB_RP_ROWS < r1; g++) {
             const uint8_t *grp = (const uint8_t *)G + (size_t)g * tq1_g5_group_bytes(nb);
             __m512 o[TB_RP_NT1];

@@ -181,7 +181,7 @@ void tb_moe_ffn(tb_session_t *s, int32_t il, int32_t n) {
     }
     t0 = tb_prof_start(s);
     tb_lin_run(s->pool, NULL, s->jobs, nj);
-    tb_prof_end(s, TB_PHASE_FFN_UP, t0, tb_prof_jobs_bytes(s->jobs, nj));
+    tb_prof_end_jobs(s, TB_PHASE_FFN_UP, t0, s->jobs, nj);
 
     /* ---- h = swiglu(g, u) quantized (prologue), down of every active expert ---- */
     const bool down_f32 = tb_type_traits(L->down_exps.type)->vec_dot_type == TB_TYPE_F32;
@@ -205,8 +205,7 @@ void tb_moe_ffn(tb_session_t *s, int32_t il, int32_t n) {
                                        .a_stride = c.h_stride, .n_tok = cnt,
                                        .y = s->ed + off[e] * E, .ldy = E};
     }
-    const uint64_t bytes = tb_prof_jobs_bytes(s->jobs, nj);
     tb_lin_run(s->pool, &c.pro, s->jobs, nj);
     tb_pool_run(s->pool, combine_worker, &c);
-    tb_prof_end(s, TB_PHASE_FFN_DOWN, t0, bytes);
+    tb_prof_end_jobs(s, TB_PHASE_FFN_DOWN, t0, s->jobs, nj);
 }

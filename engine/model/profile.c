@@ -39,8 +39,9 @@ void tb_prof_end(tb_session_t *s, tb_phase_t ph, uint64_t t0, uint64_t bytes) {
     p->calls++;
 }
 
-uint64_t tb_prof_jobs_bytes(const tb_lin_job_t *jobs, int n_jobs) {
+void tb_prof_end_jobs(tb_session_t *s, tb_phase_t ph, uint64_t t0, const tb_lin_job_t *jobs, int n_jobs) {
+    if (!s->prof_on) return;
     uint64_t b = 0;
     for (int j = 0; j < n_jobs; j++) b += jobs[j].w->mat_bytes;
-    return b;
+    tb_prof_end(s, ph, t0, b);
 }

@@ -102,8 +102,9 @@ static inline uint64_t tb_prof_start(const tb_session_t *s) { return s->prof_on 
 /* Charge the time since t0 and `bytes` of weights to phase ph (no-op when
  * profiling is off). */
 void tb_prof_end(tb_session_t *s, tb_phase_t ph, uint64_t t0, uint64_t bytes);
-/* Weight bytes the jobs of one pass read (each job's whole matrix). */
-uint64_t tb_prof_jobs_bytes(const tb_lin_job_t *jobs, int n_jobs);
+/* tb_prof_end with the weight bytes the jobs of one pass read (each job's
+ * whole matrix), summed only when profiling is on. */
+void tb_prof_end_jobs(tb_session_t *s, tb_phase_t ph, uint64_t t0, const tb_lin_job_t *jobs, int n_jobs);
 
 /* ---- moe.c ------------------------------------------------------------- */
 
