@@ -2,40 +2,31 @@
  * linear.c — fused matrix passes through the kernel dispatch table.
  *
  * A pass is an optional prologue (the activation rows: RMSNorm, SwiGLU,
- * quantization — split over the threads by blocks), a barrier, and a list
- * of jobs (matrices that can run concurrently: Q/K/V, gate/up, the active
- * experts). The rows of all jobs are laid end to end and cut into one
- * contiguous range per thread, balanced by work (rows x tokens x row
- * bytes) and aligned to 16 rows. Every output row is produced by exactly
- * one kernel call on one thread, so results are bit-identical for any
- * thread count; the kernels promise matvec and gemm agree per row. A job
- * may add its rows into an accumulator (the residual stream) right after
- * computing them, on the same thread.
+ * quantization — cut into items of whole quantization blocks that the
+ * threads claim), a wait until every item is done, and a list of jobs
+ * (matrices that can run concurrently: Q/K/V, gate/up, the active
+ * experts). The rows of all jobs are laid end to end as 16-row units;
+ * each thread starts on its own contiguous range of them, balanced by
+ * work (rows x tokens x row bytes), and a thread that runs out takes the
+ * tail of another's (sched.c). Every output row is produced by exactly
+ * one kernel call on one thread, and the kernels promise that a row's
+ * result does not depend on the range it was computed in, so results are
+ * bit-identical for any thread count and any timing. A job may add its
+ * rows into an accumulator (the residual stream) right after computing
+ * them, on the same thread.
  *
  * So a decode step has no serial work between passes on the caller's
- * thread: both threads stream weights, or both prepare activations.
+ * thread, and a thread that starts late does not hold the pass up: the
+ * other one runs the prologue items and rows it has not reached.
  */
 #include "model/model.h"
 #include "kernels/kernels.h"
 
 #include <math.h>
-#include <sched.h>
 #include <stdatomic.h>
 
 #define ROW_ALIGN 16
-#define BARRIER_SPINS 4000
-
-/* ===================================================================== */
-/* Barrier                                                                */
-/* ===================================================================== */
-
-void tb_lin_barrier_wait(tb_lin_barrier_t *b, int nth) {
-    if (nth == 1) return;
-    atomic_fetch_add_explicit(&b->arrived, 1, memory_order_acq_rel);
-    int spins = 0;
-    while (atomic_load_explicit(&b->arrived, memory_order_acquire) < nth)
-        if (++spins > BARRIER_SPINS) sched_yield();
-}
+#define CHUNK_MIN_BYTES 32768     /* smallest claim of a pass's rows */
 
 /* ===================================================================== */
 /* Prologue                                                               */
@@ -48,10 +39,19 @@ static int64_t pro_chunk(const tb_lin_pro_t *p) {
     return ce;
 }
 
+int64_t tb_lin_pro_items(const tb_lin_pro_t *p) {
+    if (!p || p->kind == TB_PRO_NONE) return 0;
+    return p->n * (p->n_in / pro_chunk(p));
+}
+
 void tb_lin_prologue(const tb_lin_pro_t *p, int ith, int nth) {
-    if (!p || p->kind == TB_PRO_NONE) return;
-    const int64_t ce = pro_chunk(p), nc = p->n_in / ce, items = p->n * nc;
-    const int64_t i0 = items * ith / nth, i1 = items * (ith + 1) / nth;
+    const int64_t items = tb_lin_pro_items(p);
+    tb_lin_pro_items_run(p, items * ith / nth, items * (ith + 1) / nth);
+}
+
+void tb_lin_pro_items_run(const tb_lin_pro_t *p, int64_t i0, int64_t i1) {
+    if (!p || p->kind == TB_PRO_NONE || i0 >= i1) return;
+    const int64_t ce = pro_chunk(p), nc = p->n_in / ce;
     const tb_from_float_fn quant = p->q ? tb_kernels()->t[p->wtype].quantize_act : NULL;
     const size_t cb = p->q ? tb_act_row_bytes(p->wtype, ce) : 0;   /* bytes per chunk */
     int64_t t_rms = -1;
@@ -90,12 +90,16 @@ typedef struct lin_pass {
     const tb_lin_pro_t *pro;
     const tb_lin_job_t *jobs;
     int n_jobs;
-    tb_lin_barrier_t bar;
+    tb_sched_t *sched;               /* (nth) ranges of 16-row units */
+    int64_t min_units;               /* smallest claim               */
+    tb_lin_pro_claim_t claim;
 } lin_pass;
 
 static double job_row_cost(const tb_lin_job_t *j) {
     return (double)j->n_tok * (double)j->w->row_bytes + 64.0;
 }
+
+static int64_t job_units(const tb_lin_job_t *j) { return (j->w->n_out + ROW_ALIGN - 1) / ROW_ALIGN; }
 
 void tb_lin_cut(const tb_lin_job_t *jobs, int n_jobs, int k, int nth, int *job, int64_t *row) {
     *job = n_jobs;
@@ -118,6 +122,14 @@ void tb_lin_cut(const tb_lin_job_t *jobs, int n_jobs, int k, int nth, int *job, 
     }
 }
 
+int64_t tb_lin_cut_units(const tb_lin_job_t *jobs, int n_jobs, int k, int nth) {
+    int j;
+    int64_t r, u = 0;
+    tb_lin_cut(jobs, n_jobs, k, nth, &j, &r);
+    for (int i = 0; i < j; i++) u += job_units(&jobs[i]);
+    return u + r / ROW_ALIGN;
+}
+
 void tb_lin_rows(const tb_lin_job_t *J, int64_t r0, int64_t r1) {
     if (r0 >= r1) return;
     const tb_type_kernels_t *k = &tb_kernels()->t[J->w->type];
@@ -135,28 +147,61 @@ void tb_lin_rows(const tb_lin_job_t *J, int64_t r0, int64_t r1) {
         }
 }
 
-static void lin_worker(void *arg, int ith, int nth) {
-    lin_pass *p = arg;
-    if (p->pro) {
-        tb_lin_prologue(p->pro, ith, nth);
-        tb_lin_barrier_wait(&p->bar, nth);
-    }
-    int j0, j1;
-    int64_t r0, r1;
-    tb_lin_cut(p->jobs, p->n_jobs, ith, nth, &j0, &r0);
-    tb_lin_cut(p->jobs, p->n_jobs, ith + 1, nth, &j1, &r1);
-    for (int j = j0; j <= j1 && j < p->n_jobs; j++) {
-        int64_t a = j == j0 ? r0 : 0;
-        int64_t b = j == j1 ? r1 : p->jobs[j].w->n_out;
-        tb_lin_rows(&p->jobs[j], a, b);
+/* Rows of units [u0, u1) of the concatenated jobs, job by job. */
+static void lin_units(const tb_lin_job_t *jobs, int n_jobs, int64_t u0, int64_t u1) {
+    int64_t base = 0;                          /* first unit of job j */
+    for (int j = 0; j < n_jobs && base < u1; j++) {
+        const int64_t nu = job_units(&jobs[j]);
+        if (u0 < base + nu) {
+            const int64_t a = TB_MAX(u0, base) - base, b = TB_MIN(u1, base + nu) - base;
+            tb_lin_rows(&jobs[j], a * ROW_ALIGN, TB_MIN(b * ROW_ALIGN, jobs[j].w->n_out));
+        }
+        base += nu;
     }
 }
 
-void tb_lin_run(tb_pool_t *pool, const tb_lin_pro_t *pro, const tb_lin_job_t *jobs, int n_jobs) {
+void tb_lin_pro_claim_run(tb_lin_pro_claim_t *c, const tb_lin_pro_t *p, int nth) {
+    const int64_t items = tb_lin_pro_items(p), per = (items + nth - 1) / nth;
+    if (items == 0) return;
+    int64_t i;
+    while ((i = atomic_fetch_add_explicit(&c->next, per, memory_order_relaxed)) < items) {
+        const int64_t e = TB_MIN(items, i + per);
+        tb_lin_pro_items_run(p, i, e);
+        atomic_fetch_add_explicit(&c->done, e - i, memory_order_release);
+    }
+    int spins = 0;
+    while (atomic_load_explicit(&c->done, memory_order_acquire) < items) tb_spin_wait(&spins);
+}
+
+static void lin_worker(void *arg, int ith, int nth) {
+    lin_pass *p = arg;
+    if (p->pro) tb_lin_pro_claim_run(&p->claim, p->pro, nth);
+    int64_t u0, u1;
+    while (tb_sched_next(p->sched, ith, nth, p->min_units, &u0, &u1))
+        lin_units(p->jobs, p->n_jobs, u0, u1);
+}
+
+void tb_lin_run(tb_pool_t *pool, tb_sched_t *sched, const tb_lin_pro_t *pro,
+                const tb_lin_job_t *jobs, int n_jobs) {
     lin_pass p = {.pro = pro && pro->kind != TB_PRO_NONE ? pro : NULL, .jobs = jobs,
-                  .n_jobs = n_jobs};
-    atomic_init(&p.bar.arrived, 0);
+                  .n_jobs = n_jobs, .sched = sched};
+    atomic_init(&p.claim.next, 0);
+    atomic_init(&p.claim.done, 0);
     if (n_jobs == 0 && !p.pro) return;
+    const int nth = tb_pool_n_threads(pool);
+    int64_t cut[TB_SCHED_MAX_THREADS + 1];
+    assert(nth <= TB_SCHED_MAX_THREADS);
+    double cost = 0.0;
+    int64_t units = 0;
+    for (int j = 0; j < n_jobs; j++) {
+        cost += job_row_cost(&jobs[j]) * (double)jobs[j].w->n_out;
+        units += job_units(&jobs[j]);
+    }
+    for (int k = 0; k <= nth; k++) cut[k] = tb_lin_cut_units(jobs, n_jobs, k, nth);
+    tb_sched_init(sched, nth, cut);
+    /* claims of >= CHUNK_MIN_BYTES on average rows */
+    const double unit_cost = units ? cost / (double)units * ROW_ALIGN : 1.0;
+    p.min_units = TB_MAX(1, (int64_t)(CHUNK_MIN_BYTES / unit_cost));
     tb_pool_run(pool, lin_worker, &p);
 }
 

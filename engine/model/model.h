@@ -24,6 +24,9 @@
 
 #include "internal.h"
 
+#include <sched.h>
+#include <stdatomic.h>
+
 typedef enum tb_arch { TB_ARCH_LLAMA = 0, TB_ARCH_MAPLE = 1 } tb_arch_t;
 
 /* A matrix (or a stack of n_mat matrices) in file layout: n_out rows of
@@ -200,26 +203,63 @@ typedef struct tb_lin_pro {
     size_t q_stride;                 /* = tb_act_row_bytes(wtype, n_in)     */
 } tb_lin_pro_t;
 
-/* Run the share `ith` of `nth` of a prologue. */
+/* Prologue items: (row, chunk of whole quantization blocks) pairs, the
+ * unit in which threads share a prologue; 0 for none. */
+int64_t tb_lin_pro_items(const tb_lin_pro_t *p);
+/* Run items [i0, i1) of a prologue (any split gives the same bytes). */
+void tb_lin_pro_items_run(const tb_lin_pro_t *p, int64_t i0, int64_t i1);
+/* Run the static share `ith` of `nth` of a prologue. */
 void tb_lin_prologue(const tb_lin_pro_t *p, int ith, int nth);
 
-/* A one-shot barrier for the nth threads of one pool pass (zero it before
- * the pass). Spins, yielding the CPU after a while. */
-typedef struct tb_lin_barrier { _Atomic int arrived; } tb_lin_barrier_t;
-void tb_lin_barrier_wait(tb_lin_barrier_t *b, int nth);
+/* A prologue shared by claims: each of the pass's threads calls
+ * tb_lin_pro_claim_run, takes items in 1/nth shares while any are left,
+ * then waits until all are done (zero next and done before the pass).
+ * A thread that arrives late finds the work done and goes straight on. */
+typedef struct tb_lin_pro_claim { _Atomic int64_t next, done; } tb_lin_pro_claim_t;
+void tb_lin_pro_claim_run(tb_lin_pro_claim_t *c, const tb_lin_pro_t *p, int nth);
 
-/* Run all jobs in ONE pool pass, after the prologue `pro` (NULL: none)
- * and a barrier: the rows of all jobs are concatenated and split into
- * contiguous, 16-row aligned ranges, one per thread, balanced by bytes;
- * each row is computed by exactly one thread (matvec when n_tok == 1,
- * else gemm), so the result does not depend on the thread count. */
-void tb_lin_run(tb_pool_t *pool, const tb_lin_pro_t *pro, const tb_lin_job_t *jobs, int n_jobs);
+/* Busy-wait step: a pause, and after a while a yield of the CPU. */
+static inline void tb_spin_wait(int *spins) {
+    if (++*spins > 4000) { sched_yield(); return; }
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield");
+#endif
+}
+
+/* ---- sched.c: dynamic split of a pass's units -------------------------- */
+
+#define TB_SCHED_MAX_THREADS 512      /* = tb_pool_new's limit */
+
+/* One thread's range of units, front << 32 | back, on its own cache line. */
+typedef struct tb_sched { _Alignas(64) _Atomic uint64_t fb; } tb_sched_t;
+
+/* Before the pass: thread k owns units [cut[k], cut[k+1]) (cut: nth + 1
+ * non-decreasing values below 2^32). */
+void tb_sched_init(tb_sched_t *s, int nth, const int64_t *cut);
+/* Next chunk [*u0, *u1) for thread ith: from the front of its own range,
+ * else from the back of the fullest other range; at least min_units unless
+ * a range holds fewer. false when every range is empty. Each unit is
+ * returned to exactly one caller. */
+bool tb_sched_next(tb_sched_t *s, int ith, int nth, int64_t min_units, int64_t *u0, int64_t *u1);
+
+/* Run all jobs in ONE pool pass, after the prologue `pro` (NULL: none):
+ * the rows of all jobs are concatenated as 16-row units, each thread
+ * starts on a contiguous range of them balanced by bytes (tb_lin_cut) and
+ * then helps the others (tb_sched_next); each row is computed by exactly
+ * one kernel call (matvec when n_tok == 1, else gemm), so the result does
+ * not depend on the thread count or timing. sched: (pool threads) lines. */
+void tb_lin_run(tb_pool_t *pool, tb_sched_t *sched, const tb_lin_pro_t *pro,
+                const tb_lin_job_t *jobs, int n_jobs);
 
 /* Where thread k of nth starts in a pass over jobs: the (job, row) after
  * cutting the concatenated rows into nth ranges of equal work (rows x
  * tokens x row bytes, + 64 per row), rounded up to 16 rows; k == nth (or
  * an empty tail): (n_jobs, 0). Thread k runs [cut(k), cut(k + 1)). */
 void tb_lin_cut(const tb_lin_job_t *jobs, int n_jobs, int k, int nth, int *job, int64_t *row);
+/* The same cut as a 16-row unit index of the concatenated jobs. */
+int64_t tb_lin_cut_units(const tb_lin_job_t *jobs, int n_jobs, int k, int nth);
 
 /* Rows [r0, r1) of one job on the calling thread (plus its acc epilogue). */
 void tb_lin_rows(const tb_lin_job_t *j, int64_t r0, int64_t r1);

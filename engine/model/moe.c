@@ -26,6 +26,8 @@
 #include <stdatomic.h>
 #include <string.h>
 
+#define DOWN1_MIN_UNITS 4     /* 64 output rows of every selected expert */
+
 typedef struct moe_ctx {
     tb_session_t *s;
     const tb_layer_t *L;
@@ -33,7 +35,7 @@ typedef struct moe_ctx {
     tb_lin_pro_t pro;         /* SwiGLU + quantization of the routed rows */
     const void *h;            /* (nr, h_stride) down activations          */
     size_t h_stride;
-    tb_lin_barrier_t bar;
+    tb_lin_pro_claim_t claim;
 } moe_ctx;
 
 /* ===================================================================== */
@@ -86,28 +88,29 @@ static void combine_worker(void *arg, int ith, int nth) {
     }
 }
 
-/* Decode (one token): SwiGLU prologue, barrier, then each thread runs the
- * down rows [r0, r1) of every selected expert and combines those rows
- * into x — no separate combine pass. */
+/* Decode (one token): SwiGLU prologue, then each thread claims 16-row
+ * units of the output (sched.c: its own half first), runs those rows of
+ * every selected expert's down matrix and combines them into x — no
+ * separate combine pass. */
 static void down1_worker(void *arg, int ith, int nth) {
     moe_ctx *c = arg;
     tb_session_t *s = c->s;
     const int64_t E = s->m->info.n_embd;
     const int K = s->m->info.n_expert_used;
-    tb_lin_prologue(&c->pro, ith, nth);
-    tb_lin_barrier_wait(&c->bar, nth);
-    const int64_t blocks = (E + 15) / 16;
-    const int64_t r0 = TB_MIN(E, blocks * ith / nth * 16), r1 = TB_MIN(E, blocks * (ith + 1) / nth * 16);
-    if (r0 >= r1) return;
-    for (int k = 0; k < K; k++) {
-        const int32_t r = s->row_of[k];
-        const tb_lin_job_t j = {.w = &c->L->down_exps, .mat = (size_t)s->sel[k],
-                                .a = (const uint8_t *)c->h + (size_t)r * c->h_stride,
-                                .a_stride = c->h_stride, .n_tok = 1, .y = s->ed + (int64_t)r * E,
-                                .ldy = E};
-        tb_lin_rows(&j, r0, r1);
+    tb_lin_pro_claim_run(&c->claim, &c->pro, nth);
+    int64_t u0, u1;
+    while (tb_sched_next(s->sched, ith, nth, DOWN1_MIN_UNITS, &u0, &u1)) {
+        const int64_t r0 = u0 * 16, r1 = TB_MIN(E, u1 * 16);
+        for (int k = 0; k < K; k++) {
+            const int32_t r = s->row_of[k];
+            const tb_lin_job_t j = {.w = &c->L->down_exps, .mat = (size_t)s->sel[k],
+                                    .a = (const uint8_t *)c->h + (size_t)r * c->h_stride,
+                                    .a_stride = c->h_stride, .n_tok = 1, .y = s->ed + (int64_t)r * E,
+                                    .ldy = E};
+            tb_lin_rows(&j, r0, r1);
+        }
+        combine_rows(s, 0, r0, r1);
     }
-    combine_rows(s, 0, r0, r1);
 }
 
 /* ===================================================================== */
@@ -120,7 +123,8 @@ void tb_moe_ffn(tb_session_t *s, int32_t il, int32_t n) {
     const int64_t E = in->n_embd, F = in->n_ff_exp;
     const int X = in->n_expert, K = in->n_expert_used;
     moe_ctx c = {.s = s, .L = L, .n = n, .nr = n * K};
-    atomic_init(&c.bar.arrived, 0);
+    atomic_init(&c.claim.next, 0);
+    atomic_init(&c.claim.done, 0);
     const bool router_f32 = tb_type_traits(L->router.type)->vec_dot_type == TB_TYPE_F32;
     const bool gate_f32 = tb_type_traits(L->gate_exps.type)->vec_dot_type == TB_TYPE_F32;
 
@@ -134,12 +138,12 @@ void tb_moe_ffn(tb_session_t *s, int32_t il, int32_t n) {
                        .n_tok = n, .y = s->router, .ldy = X};
     uint64_t t0 = tb_prof_start(s);
     if (router_f32) {
-        tb_lin_run(s->pool, &pn, &rj, 1);
+        tb_lin_run(s->pool, s->sched, &pn, &rj, 1);
     } else {    /* a quantized router (not in our presets): its own activation rows */
-        tb_lin_run(s->pool, &pn, NULL, 0);
+        tb_lin_run(s->pool, s->sched, &pn, NULL, 0);
         rj.a = s->act2;
         rj.a_stride = tb_lin_quantize(L->router.type, s->xn, E, n, E, s->act2);
-        tb_lin_run(s->pool, NULL, &rj, 1);
+        tb_lin_run(s->pool, s->sched, NULL, &rj, 1);
     }
     tb_prof_end(s, TB_PHASE_ROUTER, t0, L->router.mat_bytes);
 
@@ -180,7 +184,7 @@ void tb_moe_ffn(tb_session_t *s, int32_t il, int32_t n) {
                                        .n_tok = cnt, .y = s->eu + off[e] * F, .ldy = F};
     }
     t0 = tb_prof_start(s);
-    tb_lin_run(s->pool, NULL, s->jobs, nj);
+    tb_lin_run(s->pool, s->sched, NULL, s->jobs, nj);
     tb_prof_end_jobs(s, TB_PHASE_FFN_UP, t0, s->jobs, nj);
 
     /* ---- h = swiglu(g, u) quantized (prologue), down of every active expert ---- */
@@ -192,6 +196,10 @@ void tb_moe_ffn(tb_session_t *s, int32_t il, int32_t n) {
                            .q = down_f32 ? NULL : s->hq, .q_stride = c.h_stride};
     t0 = tb_prof_start(s);
     if (n == 1) {   /* the K experts' down matrices, combined in the same pass */
+        const int nth = tb_pool_n_threads(s->pool);
+        int64_t cut[TB_SCHED_MAX_THREADS + 1];
+        for (int k = 0; k <= nth; k++) cut[k] = (E + 15) / 16 * k / nth;
+        tb_sched_init(s->sched, nth, cut);
         tb_pool_run(s->pool, down1_worker, &c);
         tb_prof_end(s, TB_PHASE_FFN_DOWN, t0, (uint64_t)K * L->down_exps.mat_bytes);
         return;
@@ -205,7 +213,7 @@ void tb_moe_ffn(tb_session_t *s, int32_t il, int32_t n) {
                                        .a_stride = c.h_stride, .n_tok = cnt,
                                        .y = s->ed + off[e] * E, .ldy = E};
     }
-    tb_lin_run(s->pool, &c.pro, s->jobs, nj);
+    tb_lin_run(s->pool, s->sched, &c.pro, s->jobs, nj);
     tb_pool_run(s->pool, combine_worker, &c);
     tb_prof_end_jobs(s, TB_PHASE_FFN_DOWN, t0, s->jobs, nj);
 }

@@ -102,6 +102,7 @@ static int alloc_buffers(tb_session_t *s) {
     s->sc_per_thread = group * (size_t)s->sc_ld;
     s->scores = salloc(s, (size_t)s->p.n_threads * s->sc_per_thread * f, &fail);
     s->jobs = salloc(s, (2 * X + 8) * sizeof *s->jobs, &fail);
+    s->sched = salloc(s, (size_t)s->p.n_threads * sizeof *s->sched, &fail);
     if (F) {
         s->ff_g = salloc(s, nb * F * f, &fail);
         s->ff_u = salloc(s, nb * F * f, &fail);
@@ -172,7 +173,7 @@ void tb_session_free(tb_session_t *s) {
     free(s->kv);
     void *bufs[] = {s->x, s->xn, s->y, s->q, s->k, s->v, s->att, s->act,
                     s->act2, s->ff_g, s->ff_u, s->rope_cs, s->rope_sn, s->scores, s->jobs,
-                    s->router, s->sel, s->sel_w, s->row_of, s->tok_of, s->exp_off, s->xg, s->eg,
+                    s->sched, s->router, s->sel, s->sel_w, s->row_of, s->tok_of, s->exp_off, s->xg, s->eg,
                     s->eu, s->hq, s->ed, s->logits};
     for (size_t i = 0; i < TB_ARRAY_LEN(bufs); i++) tb_free_aligned(bufs[i]);
     free(s);

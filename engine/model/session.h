@@ -31,6 +31,7 @@ struct tb_session {
     const tb_model_t *m;
     tb_session_params_t p;
     tb_pool_t *pool;
+    tb_sched_t *sched;               /* (n_threads) work ranges of a pass  */
     int32_t pos;                     /* tokens in the cache */
     size_t kv_elem;                  /* 2 (f16) or 4 (f32) */
     tb_kv_layer_t *kv;               /* (n_layer) */
