@@ -239,10 +239,11 @@ typedef struct tb_sched { _Alignas(64) _Atomic uint64_t fb; } tb_sched_t;
  * non-decreasing values below 2^32). */
 void tb_sched_init(tb_sched_t *s, int nth, const int64_t *cut);
 /* Next chunk [*u0, *u1) for thread ith: from the front of its own range,
- * else from the back of the fullest other range; at least min_units unless
- * a range holds fewer. false when every range is empty. Each unit is
- * returned to exactly one caller. */
-bool tb_sched_next(tb_sched_t *s, int ith, int nth, int64_t min_units, int64_t *u0, int64_t *u1);
+ * else from the back of the fullest other range; max(min_units, part/8 of
+ * what that range holds) units, or all of it when fewer (part 1..8). false
+ * when every range is empty. Each unit is returned to exactly one caller. */
+bool tb_sched_next(tb_sched_t *s, int ith, int nth, int64_t min_units, int part, int64_t *u0,
+                   int64_t *u1);
 
 /* Run all jobs in ONE pool pass, after the prologue `pro` (NULL: none):
  * the rows of all jobs are concatenated as 16-row units, each thread
