@@ -54,6 +54,7 @@ void tb_lin_pro_items_run(const tb_lin_pro_t *p, int64_t i0, int64_t i1) {
     if (!p || p->kind == TB_PRO_NONE || i0 >= i1) return;
     const int64_t ce = pro_chunk(p), nc = p->n_in / ce;
     const tb_from_float_fn quant = p->q ? tb_kernels()->t[p->wtype].quantize_act : NULL;
+    const tb_swiglu_fn swiglu = tb_op_swiglu_for(tb_kernels()->isa);
     const size_t cb = p->q ? tb_act_row_bytes(p->wtype, ce) : 0;   /* bytes per chunk */
     int64_t t_rms = -1;
     float r = 0.0f;
@@ -68,16 +69,7 @@ void tb_lin_pro_items_run(const tb_lin_pro_t *p, int64_t i0, int64_t i1) {
             for (int64_t i = 0; i < ce; i++) xn[i] = x[i] * r * w[i];
             src = xn;
         } else if (p->kind == TB_PRO_SWIGLU) {
-            const float *u = p->u + t * p->ld + c0;                /* (ce) */
-            const float c = p->clamp;
-            if (isinf(c))
-                for (int64_t i = 0; i < ce; i++) x[i] = tb_op_silu(x[i]) * u[i];
-            else
-                for (int64_t i = 0; i < ce; i++) {
-                    const float g = x[i] < c ? x[i] : c;
-                    const float v = u[i] < -c ? -c : (u[i] > c ? c : u[i]);
-                    x[i] = tb_op_silu(g) * v;
-                }
+            swiglu(x, p->u + t * p->ld + c0, ce, p->clamp);
         }
         if (quant) quant(src, (uint8_t *)p->q + (size_t)t * p->q_stride + (size_t)(c0 / ce) * cb, ce);
     }

@@ -157,6 +157,15 @@ static inline uint16_t tb_op_f16(float f) {
 
 static inline float tb_op_silu(float x) { return x / (1.0f + tb_op_exp(-x)); }
 
+/* SwiGLU in place: x[i] = silu(min(x[i], c)) * clamp(u[i], -c, c); c = +inf:
+ * silu(x[i]) * u[i] (ops.c, the spec). The x86 tiers' twins (ops_x86.c)
+ * give the same bits; tb_op_swiglu_for picks the one of a kernel tier. */
+typedef void (*tb_swiglu_fn)(float *x, const float *u, int64_t n, float c);
+void tb_op_swiglu(float *x, const float *u, int64_t n, float c);
+void tb_op_swiglu_avx512(float *x, const float *u, int64_t n, float c);
+void tb_op_swiglu_avx2(float *x, const float *u, int64_t n, float c);
+tb_swiglu_fn tb_op_swiglu_for(tb_isa_t isa);
+
 /* ---- linear.c ---------------------------------------------------------- */
 
 /* One matrix of a fused linear pass: Y[t * ldy + r] = W[r] · A[t] for the

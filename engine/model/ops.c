@@ -64,3 +64,26 @@ void tb_op_softmax(float *x, int n, float scale) {
     const float inv = 1.0f / (((sum[0] + sum[1]) + (sum[2] + sum[3])) + ((sum[4] + sum[5]) + (sum[6] + sum[7])));
     for (i = 0; i < n; i++) x[i] *= inv;
 }
+
+/* x[i] = silu(min(x[i], c)) * clamp(u[i], -c, c), or silu(x[i]) * u[i]
+ * when c is +inf: the specification of the SwiGLU prologue. */
+void tb_op_swiglu(float *x, const float *u, int64_t n, float c) {
+    if (isinf(c)) {
+        for (int64_t i = 0; i < n; i++) x[i] = tb_op_silu(x[i]) * u[i];
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float g = x[i] < c ? x[i] : c;
+        const float v = u[i] < -c ? -c : (u[i] > c ? c : u[i]);
+        x[i] = tb_op_silu(g) * v;
+    }
+}
+
+tb_swiglu_fn tb_op_swiglu_for(tb_isa_t isa) {
+#if defined(__x86_64__) && defined(__GNUC__)
+    if (isa == TB_ISA_AVX512) return tb_op_swiglu_avx512;
+    if (isa == TB_ISA_AVX2) return tb_op_swiglu_avx2;
+#endif
+    (void)isa;
+    return tb_op_swiglu;
+}

@@ -3,6 +3,9 @@
  * precision, and the pass prologue's independence from the thread split:
  *  - tb_op_exp: relative error over the finite range, limits, NaN;
  *  - tb_op_silu, tb_op_softmax (with scale), tb_op_rms_inv;
+ *  - tb_op_swiglu of every tier this CPU runs bit-identical to the scalar
+ *    spec (clamped and not, odd lengths, values where e^-x over/underflows,
+ *    the clamp bounds themselves), nothing written past n;
  *  - tb_op_f16 bit-identical to tb_fp32_to_fp16 (rounding ties, subnormals,
  *    overflow, NaN);
  *  - tb_lin_prologue (NORM, SWIGLU with and without clamp): the same bits
@@ -62,6 +65,33 @@ static void test_silu(void **st) {
     }
     assert_true(tb_op_silu(-200.0f) == 0.0f);
     assert_true(tb_op_silu(200.0f) == 200.0f);
+}
+
+static void test_swiglu_tiers(void **st) {
+    (void)st;
+    enum { N = 300 };
+    static float x0[N + 16], u[N + 16], want[N + 16], got[N + 16];
+    const float specials[] = {0.0f, -0.0f, 7.0f, -7.0f, 6.9999995f, 90.0f, -90.0f, 88.8f, -87.4f, 1e-30f};
+    for (int isa = TB_ISA_REF; isa <= TB_ISA_NEON; isa++) {
+        if (!tb_kernels_for((tb_isa_t)isa)) continue;
+        const tb_swiglu_fn f = tb_op_swiglu_for((tb_isa_t)isa);
+        for (int round = 0; round < 40; round++) {
+            const int n = round < 33 ? round + 1 : N - round;        /* 1..33 and long odd ones */
+            const float c = round % 2 ? 7.0f : INFINITY;
+            for (int i = 0; i < n + 16; i++) {
+                x0[i] = urand(-100.0f, 100.0f);
+                u[i] = urand(-20.0f, 20.0f);
+                if (i % 7 == 3) x0[i] = specials[(i / 7) % 10];
+                if (i % 11 == 5) u[i] = specials[(i / 11 + 3) % 10];
+            }
+            memcpy(want, x0, sizeof want);
+            tb_op_swiglu(want, u, n, c);
+            memcpy(got, x0, sizeof got);
+            f(got, u, n, c);
+            assert_memory_equal(want, got, sizeof got);   /* incl. the 16 untouched after n */
+            assert_memory_equal(got + n, x0 + n, 16 * sizeof(float));
+        }
+    }
 }
 
 static void test_softmax(void **st) {
@@ -270,6 +300,7 @@ int main(void) {
         cmocka_unit_test(test_exp),
         cmocka_unit_test(test_silu),
         cmocka_unit_test(test_softmax),
+        cmocka_unit_test(test_swiglu_tiers),
         cmocka_unit_test(test_rms_inv),
         cmocka_unit_test(test_f16),
         cmocka_unit_test(test_prologue_norm),
