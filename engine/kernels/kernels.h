@@ -96,6 +96,12 @@ size_t tb_repack_size(tb_type_t t, size_t ws, int64_t rows, int64_t n_mat);
  * copy (0 when nothing was repacked). */
 int tb_repack_register(const void *owner, tb_type_t t, const void *W, size_t ws, int64_t rows,
                        int64_t n, int64_t n_mat, void *dst, size_t *extra);
+/* The same with matrix m's copy at dst + m * dst_stride (dst required;
+ * dst_stride a multiple of 64 and >= one matrix's copy, 0: packed), so two
+ * stacks can interleave their matrices (MoE gate and up of one expert as
+ * one stream). *extra counts only this stack's copies. */
+int tb_repack_register_at(const void *owner, tb_type_t t, const void *W, size_t ws, int64_t rows,
+                          int64_t n, int64_t n_mat, void *dst, size_t dst_stride, size_t *extra);
 /* Free every registration tagged `owner`. */
 void tb_repack_release(const void *owner);
 /* The repacked copy of the matrix starting at W (row stride ws) made by

@@ -53,19 +53,26 @@ size_t tb_repack_size(tb_type_t t, size_t ws, int64_t rows, int64_t n_mat) {
 
 int tb_repack_register(const void *owner, tb_type_t t, const void *W, size_t ws, int64_t rows,
                        int64_t n, int64_t n_mat, void *dst, size_t *extra) {
+    return tb_repack_register_at(owner, t, W, ws, rows, n, n_mat, dst, 0, extra);
+}
+
+int tb_repack_register_at(const void *owner, tb_type_t t, const void *W, size_t ws, int64_t rows,
+                          int64_t n, int64_t n_mat, void *dst, size_t dst_stride, size_t *extra) {
     if (extra) *extra = 0;
     if ((unsigned)t >= TB_TYPE_COUNT || !W || rows < 1 || n_mat < 1) return TB_OK;
     const tb_kernels_t *k = tb_kernels();
     const tb_type_kernels_t *e = &k->t[t];
     if (!e->repack || e->repack_rows < 1) return TB_OK;
     const size_t rp = tb_repack_entry_bytes(e, ws, rows);
+    const size_t stride = dst_stride ? dst_stride : rp;     /* copy of matrix m at m * stride */
     assert(((uintptr_t)dst & 63) == 0);
+    assert(!dst_stride || (dst && dst_stride % 64 == 0 && dst_stride >= rp));
     uint8_t *data = dst ? dst : tb_alloc_aligned(rp * (size_t)n_mat);
     if (!data)
         return tb_err(TB_ERR_NOMEM, "out of memory repacking %lld x %lld %s weights (%zu bytes)",
                       (long long)rows, (long long)n, tb_type_name(t), rp * (size_t)n_mat);
     for (int64_t m = 0; m < n_mat; m++)
-        e->repack((const uint8_t *)W + (size_t)m * ws * (size_t)rows, ws, rows, n, data + (size_t)m * rp);
+        e->repack((const uint8_t *)W + (size_t)m * ws * (size_t)rows, ws, rows, n, data + (size_t)m * stride);
     pthread_rwlock_wrlock(&lock);
     if (n_tab == cap_tab) {
         size_t nc = cap_tab ? 2 * cap_tab : 64;
@@ -81,7 +88,7 @@ int tb_repack_register(const void *owner, tb_type_t t, const void *W, size_t ws,
     size_t at = upper(W);
     memmove(&tab[at + 1], &tab[at], (n_tab - at) * sizeof *tab);
     tab[at] = (entry){.owner = owner, .base = W, .ws = ws, .mat_bytes = ws * (size_t)rows,
-                      .n_mat = n_mat, .rp_mat_bytes = rp, .data = data, .owned = !dst, .isa = k->isa, .type = t};
+                      .n_mat = n_mat, .rp_mat_bytes = stride, .data = data, .owned = !dst, .isa = k->isa, .type = t};
     n_tab++;
     pthread_rwlock_unlock(&lock);
     if (extra) *extra = rp * (size_t)n_mat;
