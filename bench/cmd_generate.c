@@ -166,7 +166,8 @@ int cmd_generate(int argc, char **argv) {
     int rc = parse_args(argc, argv, &o);
     if (rc) return rc;
     gen_state_t g = {0};
-    if (tb_model_load(o.model, &g.m) != TB_OK) return engine_error(&g);
+    const tb_model_params_t mp = {.weights = TB_WEIGHTS_COPY, .n_threads = (int)o.n_threads};
+    if (tb_model_load_ex(o.model, &mp, &g.m) != TB_OK) return engine_error(&g);
     const tb_tokenizer_t *tok = tb_model_tokenizer(g.m);
     if (!tok) {
         fprintf(stderr, "ternbench generate: %s has no tokenizer\n", o.model);

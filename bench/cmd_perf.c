@@ -409,7 +409,8 @@ int cmd_bench(int argc, char **argv) {
 
     double bw_before, bw_after;
     tb_model_t *m;   /* loaded first: a bad model fails before a second of probing */
-    tb_model_params_t mp = {.weights = o.mmap ? TB_WEIGHTS_MMAP : TB_WEIGHTS_COPY};
+    tb_model_params_t mp = {.weights = o.mmap ? TB_WEIGHTS_MMAP : TB_WEIGHTS_COPY,
+                            .n_threads = o.threads};
     if (tb_model_load_ex(o.model, &mp, &m) != TB_OK) {
         fprintf(stderr, "ternbench bench: %s\n", tb_last_error());
         return 1;

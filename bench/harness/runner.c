@@ -510,12 +510,13 @@ int tb_runner_run(const tb_plan_t *plan, tb_store_t *store, const tb_run_opts_t 
         free(mpath);
         return TB_OK;
     }
-    tb_model_params_t mp = {.weights = !strcmp(en->v[K_ENGINE_WEIGHTS].s, "mmap") ? TB_WEIGHTS_MMAP
-                                                                                 : TB_WEIGHTS_COPY};
-    if ((rc = tb_model_load_ex(mpath, &mp, &c.model))) { free(mpath); return rc; }
-    if ((rc = tb_model_get_info(c.model, &c.info))) goto out;
     c.threads = (int)en->v[K_ENGINE_THREADS].i;
     if (c.threads <= 0) c.threads = (int)TB_MAX(1, sysconf(_SC_NPROCESSORS_ONLN));
+    tb_model_params_t mp = {.weights = !strcmp(en->v[K_ENGINE_WEIGHTS].s, "mmap") ? TB_WEIGHTS_MMAP
+                                                                                 : TB_WEIGHTS_COPY,
+                            .n_threads = c.threads};
+    if ((rc = tb_model_load_ex(mpath, &mp, &c.model))) { free(mpath); return rc; }
+    if ((rc = tb_model_get_info(c.model, &c.info))) goto out;
     c.kv_type = !strcmp(en->v[K_ENGINE_KV_TYPE].s, "f32") ? TB_TYPE_F32 : TB_TYPE_F16;
 
     /* provenance */

@@ -395,6 +395,9 @@ typedef enum tb_weights_mode { TB_WEIGHTS_COPY = 0, TB_WEIGHTS_MMAP = 1 } tb_wei
 
 typedef struct tb_model_params {
     tb_weights_mode_t weights;
+    int n_threads;          /* threads that copy/repack the weights while
+                               loading (0 or 1: the caller alone); the
+                               result is the same for any count          */
 } tb_model_params_t;
 
 /* Bytes read from memory to decode one token at context depth `ctx`. */

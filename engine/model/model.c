@@ -9,6 +9,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stdatomic.h>
 #include <string.h>
 
 /* ===================================================================== */
@@ -238,15 +239,6 @@ static int weight_list(tb_model_t *m, tb_weight_t **w, int cap) {
 
 #define ARENA_ALIGN 4096u   /* each matrix stack starts on its own page */
 
-/* Give every matrix its run-time home in one huge-page arena:
- *   - a repacked copy when the active tier has a faster layout for the type
- *     (registered with kernels/repack.c under the file address, which the
- *     weight keeps, so other tiers still read the file layout);
- *   - else, in TB_WEIGHTS_COPY mode, a plain copy (the weight then points to
- *     it);
- *   - else the file mapping, untouched.
- * Source pages of the file mapping are dropped from the resident set after
- * they were copied, so resident memory stays ~ one copy of the weights. */
 /* True when w[i], w[i+1] are one layer's expert gate and up stacks that
  * repack to the same 64-byte multiple per matrix: they are then placed as
  * one region, expert by expert (gate_e, up_e, gate_e+1, ...), so a decode
@@ -263,28 +255,115 @@ static bool gate_up_pair(tb_model_t *m, tb_weight_t *const *w, const size_t *sz,
            g->n_mat == u->n_mat && g->n_mat > 1 && (sz[i] / (size_t)g->n_mat) % 64 == 0;
 }
 
-static int place_weights(tb_model_t *m, tb_weights_mode_t mode) {
+/* One region of the arena: a weight, or a gate/up pair, and where it goes. */
+typedef struct place_region {
+    int first;                /* index into the weight list          */
+    bool pair;                /* first and first + 1, interleaved    */
+    size_t bytes;             /* sz[first] (+ sz[first + 1])         */
+    uint8_t *at;
+} place_region;
+
+typedef struct place_ctx {
+    tb_model_t *m;
+    tb_weight_t **w;
+    const size_t *sz;
+    const bool *rp;
+    place_region *reg;        /* (n_reg) largest first */
+    int n_reg;
+    _Atomic int next;         /* next region to claim  */
+    _Atomic uint64_t repacked;
+    _Atomic int rc;           /* first failure         */
+    char msg[512];            /* its message           */
+} place_ctx;
+
+/* Copy or repack region r into its place; *repacked: bytes repacked. */
+static int place_one(place_ctx *c, const place_region *r, uint64_t *repacked) {
+    for (int j = r->first; j <= r->first + r->pair; j++) {
+        tb_weight_t *x = c->w[j];
+        const size_t file_bytes = x->mat_bytes * (size_t)x->n_mat;
+        if (!c->sz[j]) continue;
+        tb_mapping_populate(x->data, file_bytes);
+        if (c->rp[j]) {
+            /* a pair: matrix e of gate at e * 2 mb, of up at e * 2 mb + mb */
+            const size_t mb = c->sz[j] / (size_t)x->n_mat;
+            size_t got;
+            const int rc = tb_repack_register_at(c->m, x->type, x->data, x->row_bytes, x->n_out, x->n_in,
+                                                 x->n_mat, r->at + (size_t)(j - r->first) * mb,
+                                                 r->pair ? 2 * mb : 0, &got);
+            if (rc != TB_OK) return rc;
+            assert(got == c->sz[j]);
+            *repacked += got;
+        } else {
+            memcpy(r->at, x->data, file_bytes);
+        }
+        tb_mapping_release(x->data, file_bytes);
+        if (!c->rp[j]) {
+            if (c->m->tied && x == &c->m->output) c->m->tok_embd.data = r->at;
+            x->data = r->at;
+        }
+    }
+    return TB_OK;
+}
+
+static void place_worker(void *arg, int ith, int nth) {
+    place_ctx *c = arg;
+    (void)ith;
+    (void)nth;
+    int i;
+    while ((i = atomic_fetch_add(&c->next, 1)) < c->n_reg && atomic_load(&c->rc) == TB_OK) {
+        uint64_t got = 0;
+        const int rc = place_one(c, &c->reg[i], &got);
+        atomic_fetch_add(&c->repacked, got);
+        int ok = TB_OK;
+        if (rc != TB_OK && atomic_compare_exchange_strong(&c->rc, &ok, rc))
+            snprintf(c->msg, sizeof c->msg, "%s", tb_last_error());   /* this thread's message */
+    }
+}
+
+static int cmp_region(const void *a, const void *b) {
+    const place_region *x = a, *y = b;
+    return x->bytes < y->bytes ? 1 : x->bytes > y->bytes ? -1 : x->first - y->first;
+}
+
+/* Give every matrix its run-time home in one huge-page arena:
+ *   - a repacked copy when the active tier has a faster layout for the type
+ *     (registered with kernels/repack.c under the file address, which the
+ *     weight keeps, so other tiers still read the file layout);
+ *   - else, in TB_WEIGHTS_COPY mode, a plain copy (the weight then points to
+ *     it);
+ *   - else the file mapping, untouched.
+ * Source pages of the file mapping are dropped from the resident set after
+ * they were copied, so resident memory stays ~ one copy of the weights.
+ * Regions are laid out in the forward pass's order, then filled by
+ * n_threads threads, largest region first (the same bytes for any count). */
+static int place_weights(tb_model_t *m, tb_weights_mode_t mode, int n_threads) {
     const int cap = 11 * m->info.n_layer + 1;
     tb_weight_t **w = malloc(sizeof *w * (size_t)cap);
     size_t *sz = malloc(sizeof *sz * (size_t)cap);
     bool *rp = malloc(sizeof *rp * (size_t)cap);
+    place_region *reg = malloc(sizeof *reg * (size_t)cap);
+    tb_pool_t *pool = NULL;
     int rc = TB_OK;
-    if (!w || !sz || !rp) {
+    if (!w || !sz || !rp || !reg) {
         rc = tb_err(TB_ERR_NOMEM, "out of memory placing weights");
         goto done;
     }
     const int n = weight_list(m, w, cap);
-    size_t total = 0;
     for (int i = 0; i < n; i++) {
         const tb_weight_t *x = w[i];
         size_t r = tb_repack_size(x->type, x->row_bytes, x->n_out, x->n_mat);
         rp[i] = r > 0;
         sz[i] = r ? r : mode == TB_WEIGHTS_COPY ? x->mat_bytes * (size_t)x->n_mat : 0;
     }
+    int n_reg = 0;
+    size_t total = 0;
     for (int i = 0; i < n; i++) {
-        size_t region = sz[i];
-        if (gate_up_pair(m, w, sz, rp, i, n)) region += sz[++i];
-        total += (region + ARENA_ALIGN - 1) & ~(size_t)(ARENA_ALIGN - 1);
+        const bool pair = gate_up_pair(m, w, sz, rp, i, n);
+        reg[n_reg] = (place_region){.first = i, .pair = pair, .bytes = pair ? sz[i] + sz[i + 1] : sz[i],
+                                    .at = (uint8_t *)(uintptr_t)total};
+        total += (reg[n_reg].bytes + ARENA_ALIGN - 1) & ~(size_t)(ARENA_ALIGN - 1);
+        n_reg += reg[n_reg].bytes > 0;
+        i += pair;
     }
     if (total == 0) goto done;
     m->arena = tb_huge_alloc(total);
@@ -294,38 +373,24 @@ static int place_weights(tb_model_t *m, tb_weights_mode_t mode) {
         goto done;
     }
     m->arena_bytes = total;
-    uint8_t *at = m->arena;
-    for (int i = 0; i < n && rc == TB_OK; i++) {
-        const bool pair = gate_up_pair(m, w, sz, rp, i, n);
-        const size_t region = pair ? sz[i] + sz[i + 1] : sz[i];
-        for (int j = i; j <= i + pair && rc == TB_OK; j++) {
-            tb_weight_t *x = w[j];
-            const size_t file_bytes = x->mat_bytes * (size_t)x->n_mat;
-            if (sz[j]) tb_mapping_populate(x->data, file_bytes);
-            if (rp[j]) {
-                /* a pair: matrix e of gate at e * 2 mb, of up at e * 2 mb + mb */
-                const size_t mb = sz[j] / (size_t)x->n_mat;
-                size_t got;
-                rc = tb_repack_register_at(m, x->type, x->data, x->row_bytes, x->n_out, x->n_in,
-                                           x->n_mat, at + (j - i) * mb, pair ? 2 * mb : 0, &got);
-                assert(rc != TB_OK || got == sz[j]);
-                m->info.repack_bytes += got;
-            } else if (sz[j]) {
-                memcpy(at, x->data, file_bytes);
-            } else {
-                continue;
-            }
-            tb_mapping_release(x->data, file_bytes);
-            if (!rp[j]) {
-                if (m->tied && x == &m->output) m->tok_embd.data = at;
-                x->data = at;
-            }
-        }
-        i += pair;
-        at += (region + ARENA_ALIGN - 1) & ~(size_t)(ARENA_ALIGN - 1);
+    for (int r = 0; r < n_reg; r++) reg[r].at = m->arena + (uintptr_t)reg[r].at;
+    qsort(reg, (size_t)n_reg, sizeof *reg, cmp_region);
+    if (n_threads > 1 && (rc = tb_pool_new(TB_MIN(n_threads, n_reg), &pool)) != TB_OK) goto done;
+    place_ctx c = {.m = m, .w = w, .sz = sz, .rp = rp, .reg = reg, .n_reg = n_reg};
+    atomic_init(&c.next, 0);
+    atomic_init(&c.repacked, 0);
+    atomic_init(&c.rc, TB_OK);
+    tb_pool_run(pool, place_worker, &c);
+    rc = atomic_load(&c.rc);
+    if (rc != TB_OK) {
+        tb_err(rc, "%s", c.msg);
+        goto done;
     }
+    m->info.repack_bytes = atomic_load(&c.repacked);
     m->info.resident_bytes = total;
 done:
+    tb_pool_free(pool);
+    free(reg);
     free(w);
     free(sz);
     free(rp);
@@ -362,7 +427,7 @@ int tb_model_load_ex(const char *path, const tb_model_params_t *p, tb_model_t **
     }
     compute_info(m);
     m->info.weights_mode = (int32_t)mode;
-    if ((rc = place_weights(m, mode)) != TB_OK) {
+    if ((rc = place_weights(m, mode, p ? p->n_threads : 1)) != TB_OK) {
         tb_model_free(m);
         return rc;
     }

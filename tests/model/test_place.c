@@ -5,7 +5,9 @@
  *    right after up_e, for every layer and expert (maple-tiny and
  *    moe-tiny, every type synth makes that the active tier repacks);
  *  - the down stack keeps its own packed copies;
- *  - repack_bytes counts every copy once (the sum of tb_repack_size).
+ *  - repack_bytes counts every copy once (the sum of tb_repack_size);
+ *  - loading with 1 and with 3 placing threads gives the same copies,
+ *    byte for byte, and the same resident/repacked byte counts.
  * The forward pass on this placement is checked against the f64
  * reference by test_ref.
  */
@@ -81,9 +83,56 @@ static void test_gate_up_interleaved(void **st) {
     print_message("layers with gate/up placed as pairs: %d\n", paired);
 }
 
+/* One matrix stack's run-time bytes (repacked copy, or its arena copy)
+ * agree between two loads of the same file. */
+static void same_weight(const tb_weight_t *wa, const tb_weight_t *wb) {
+    if (!wa->data) { assert_null(wb->data); return; }
+    const size_t rb = tb_repack_size(wa->type, wa->row_bytes, wa->n_out, 1);
+    for (int64_t e = 0; e < wa->n_mat; e++) {
+        const uint8_t *ca = copy_of(wa, e), *cb = copy_of(wb, e);
+        if (ca) { assert_non_null(cb); assert_memory_equal(ca, cb, rb); continue; }
+        assert_null(cb);
+        assert_ptr_not_equal(wa->data, wb->data);       /* two arena copies */
+        assert_memory_equal((const uint8_t *)wa->data + (size_t)e * wa->mat_bytes,
+                            (const uint8_t *)wb->data + (size_t)e * wb->mat_bytes, wa->mat_bytes);
+    }
+}
+
+static void same_placement(const tb_model_t *a, const tb_model_t *b) {
+    assert_int_equal(a->info.repack_bytes, b->info.repack_bytes);
+    assert_int_equal(a->info.resident_bytes, b->info.resident_bytes);
+    for (int32_t il = 0; il < a->info.n_layer; il++) {
+        const tb_layer_t *La = &a->layers[il], *Lb = &b->layers[il];
+        const tb_weight_t *wa[] = {&La->wq, &La->wk, &La->wv, &La->wo, &La->ffn_gate, &La->ffn_up,
+                                   &La->ffn_down, &La->router, &La->gate_exps, &La->up_exps, &La->down_exps};
+        const tb_weight_t *wb[] = {&Lb->wq, &Lb->wk, &Lb->wv, &Lb->wo, &Lb->ffn_gate, &Lb->ffn_up,
+                                   &Lb->ffn_down, &Lb->router, &Lb->gate_exps, &Lb->up_exps, &Lb->down_exps};
+        for (size_t i = 0; i < TB_ARRAY_LEN(wa); i++) same_weight(wa[i], wb[i]);
+    }
+    same_weight(&a->output, &b->output);
+}
+
+static void test_threads_same_bytes(void **st) {
+    (void)st;
+    const char *presets[] = {"maple-tiny", "llama-tiny"};
+    for (size_t p = 0; p < TB_ARRAY_LEN(presets); p++) {
+        char path[512];
+        assert_int_equal(th_synth(dir, presets[p], TB_TYPE_TQ2_0, path, sizeof path), TB_OK);
+        tb_model_t *one, *three;
+        tb_model_params_t p1 = {.weights = TB_WEIGHTS_COPY, .n_threads = 1};
+        tb_model_params_t p3 = {.weights = TB_WEIGHTS_COPY, .n_threads = 3};
+        if (tb_model_load_ex(path, &p1, &one) != TB_OK) fail_msg("%s", tb_last_error());
+        if (tb_model_load_ex(path, &p3, &three) != TB_OK) fail_msg("%s", tb_last_error());
+        same_placement(one, three);
+        tb_model_free(one);
+        tb_model_free(three);
+    }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_gate_up_interleaved),
+        cmocka_unit_test(test_threads_same_bytes),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
