@@ -6,6 +6,7 @@
 
 #include "ternbench.h"
 #include <assert.h>
+#include <sched.h>
 #include <stdarg.h>
 
 /* Set the thread-local sticky error message (printf-style) and return
@@ -17,6 +18,18 @@ int tb_err_prefix(int status, const char *fmt, ...) __attribute__((format(printf
 #define TB_MIN(a, b) ((a) < (b) ? (a) : (b))
 #define TB_MAX(a, b) ((a) > (b) ? (a) : (b))
 #define TB_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
+
+/* One step of a busy wait (call with *spins = 0 first): a CPU pause, and
+ * after 4000 steps a yield of the CPU, so a waiter that is not the next to
+ * run gives its core away. */
+static inline void tb_spin_wait(int *spins) {
+    if (++*spins > 4000) { sched_yield(); return; }
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield");
+#endif
+}
 
 /* Aligned allocation (64 bytes), zeroed; free with tb_free_aligned. */
 void *tb_alloc_aligned(size_t n);

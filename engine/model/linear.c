@@ -26,8 +26,7 @@
 #include <stdatomic.h>
 
 #define ROW_ALIGN 16
-#define CHUNK_MIN_BYTES 32768     /* smallest claim of a pass's rows   */
-#define CHUNK_PART 2              /* claims of 2/8 of a range's rest   */
+#define CHUNK_MIN_BYTES 32768     /* smallest claim of a pass's rows */
 
 /* ===================================================================== */
 /* Prologue                                                               */
@@ -170,7 +169,7 @@ static void lin_worker(void *arg, int ith, int nth) {
     lin_pass *p = arg;
     if (p->pro) tb_lin_pro_claim_run(&p->claim, p->pro, nth);
     int64_t u0, u1;
-    while (tb_sched_next(p->sched, ith, nth, p->min_units, CHUNK_PART, &u0, &u1))
+    while (tb_sched_next(p->sched, ith, nth, p->min_units, &u0, &u1))
         lin_units(p->jobs, p->n_jobs, u0, u1);
 }
 

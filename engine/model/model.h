@@ -24,7 +24,6 @@
 
 #include "internal.h"
 
-#include <sched.h>
 #include <stdatomic.h>
 
 typedef enum tb_arch { TB_ARCH_LLAMA = 0, TB_ARCH_MAPLE = 1 } tb_arch_t;
@@ -227,16 +226,6 @@ void tb_lin_prologue(const tb_lin_pro_t *p, int ith, int nth);
 typedef struct tb_lin_pro_claim { _Atomic int64_t next, done; } tb_lin_pro_claim_t;
 void tb_lin_pro_claim_run(tb_lin_pro_claim_t *c, const tb_lin_pro_t *p, int nth);
 
-/* Busy-wait step: a pause, and after a while a yield of the CPU. */
-static inline void tb_spin_wait(int *spins) {
-    if (++*spins > 4000) { sched_yield(); return; }
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#elif defined(__aarch64__)
-    __asm__ __volatile__("yield");
-#endif
-}
-
 /* ---- sched.c: dynamic split of a pass's units -------------------------- */
 
 #define TB_SCHED_MAX_THREADS 512      /* = tb_pool_new's limit */
@@ -248,11 +237,10 @@ typedef struct tb_sched { _Alignas(64) _Atomic uint64_t fb; } tb_sched_t;
  * non-decreasing values below 2^32). */
 void tb_sched_init(tb_sched_t *s, int nth, const int64_t *cut);
 /* Next chunk [*u0, *u1) for thread ith: from the front of its own range,
- * else from the back of the fullest other range; max(min_units, part/8 of
- * what that range holds) units, or all of it when fewer (part 1..8). false
- * when every range is empty. Each unit is returned to exactly one caller. */
-bool tb_sched_next(tb_sched_t *s, int ith, int nth, int64_t min_units, int part, int64_t *u0,
-                   int64_t *u1);
+ * else from the back of the fullest other range; max(min_units, 1/4 of
+ * what that range holds) units, or all of it when fewer. false when every
+ * range is empty. Each unit is returned to exactly one caller. */
+bool tb_sched_next(tb_sched_t *s, int ith, int nth, int64_t min_units, int64_t *u0, int64_t *u1);
 
 /* Run all jobs in ONE pool pass, after the prologue `pro` (NULL: none):
  * the rows of all jobs are concatenated as 16-row units, each thread

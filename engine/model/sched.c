@@ -16,13 +16,14 @@
  * moves one of them by at least one unit, so every unit is handed out
  * exactly once.
  *
- * Chunks shrink as a range empties: max(min, left * part / 8) units, few
- * claims on a long range, small ones near its end where a thief may
- * arrive (part = 2 for linear passes).
+ * Chunks shrink as a range empties: max(min, left / 4) units, few claims
+ * on a long range, small ones near its end where a thief may arrive.
  */
 #include "model/model.h"
 
 #include <stdatomic.h>
+
+#define SCHED_DIV 4   /* a claim takes 1/SCHED_DIV of what is left */
 
 
 static inline uint64_t pack(int64_t f, int64_t b) { return (uint64_t)f << 32 | (uint64_t)b; }
@@ -38,13 +39,12 @@ void tb_sched_init(tb_sched_t *s, int nth, const int64_t *cut) {
 
 /* Take up to n units from the front (own range) or the back (theft) of
  * range r; false when it is empty. */
-static bool take(tb_sched_t *r, bool from_front, int64_t min_units, int part, int64_t *u0,
-                 int64_t *u1) {
+static bool take(tb_sched_t *r, bool from_front, int64_t min_units, int64_t *u0, int64_t *u1) {
     uint64_t v = atomic_load_explicit(&r->fb, memory_order_acquire);
     for (;;) {
         const int64_t f = front_of(v), b = back_of(v), left = b - f;
         if (left <= 0) return false;
-        const int64_t n = TB_MIN(left, TB_MAX(min_units, left * part / 8));
+        const int64_t n = TB_MIN(left, TB_MAX(min_units, left / SCHED_DIV));
         const uint64_t nv = from_front ? pack(f + n, b) : pack(f, b - n);
         if (atomic_compare_exchange_weak_explicit(&r->fb, &v, nv, memory_order_acq_rel,
                                                   memory_order_acquire)) {
@@ -55,10 +55,9 @@ static bool take(tb_sched_t *r, bool from_front, int64_t min_units, int part, in
     }
 }
 
-bool tb_sched_next(tb_sched_t *s, int ith, int nth, int64_t min_units, int part, int64_t *u0,
-                   int64_t *u1) {
-    assert(min_units >= 1 && part >= 1 && part <= 8);
-    if (take(&s[ith], true, min_units, part, u0, u1)) return true;
+bool tb_sched_next(tb_sched_t *s, int ith, int nth, int64_t min_units, int64_t *u0, int64_t *u1) {
+    assert(min_units >= 1);
+    if (take(&s[ith], true, min_units, u0, u1)) return true;
     for (;;) {      /* steal from the range with the most left */
         int victim = -1;
         int64_t most = 0;
@@ -67,6 +66,6 @@ bool tb_sched_next(tb_sched_t *s, int ith, int nth, int64_t min_units, int part,
             if (back_of(v) - front_of(v) > most) { most = back_of(v) - front_of(v); victim = k; }
         }
         if (victim < 0) return false;
-        if (take(&s[victim], false, min_units, part, u0, u1)) return true;
+        if (take(&s[victim], false, min_units, u0, u1)) return true;
     }
 }

@@ -14,7 +14,6 @@
 #include <stdlib.h>
 
 #define SPIN_ITERS 20000
-#define JOIN_SPINS 4000
 
 struct tb_pool {
     int n;                         /* threads including the caller */
@@ -91,14 +90,8 @@ void tb_pool_run(tb_pool_t *p, void (*fn)(void *arg, int ith, int nth), void *ar
     fn(arg, 0, p->n);
     /* the workers finish within a claim of the caller (the passes share
      * their work dynamically): spin with pauses before yielding */
-    for (int spins = 0; atomic_load_explicit(&p->pending, memory_order_acquire) > 0;) {
-        if (++spins > JOIN_SPINS) sched_yield();
-#if defined(__x86_64__) || defined(__i386__)
-        else __builtin_ia32_pause();
-#elif defined(__aarch64__)
-        else __asm__ __volatile__("yield");
-#endif
-    }
+    for (int spins = 0; atomic_load_explicit(&p->pending, memory_order_acquire) > 0;)
+        tb_spin_wait(&spins);
 }
 
 void tb_pool_free(tb_pool_t *p) {

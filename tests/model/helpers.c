@@ -28,6 +28,19 @@ void th_rmdir(const char *dir) {
     rmdir(dir);
 }
 
+char th_dir[256];
+
+int th_setup(void **st) {
+    (void)st;
+    return th_tmpdir(th_dir);
+}
+
+int th_teardown(void **st) {
+    (void)st;
+    th_rmdir(th_dir);
+    return 0;
+}
+
 int th_synth(const char *dir, const char *preset, int type, char *path, size_t cap) {
     if (type < 0) snprintf(path, cap, "%s/%s.gguf", dir, preset);
     else snprintf(path, cap, "%s/%s-%s.gguf", dir, preset, tb_type_name((tb_type_t)type));

@@ -15,6 +15,12 @@ int th_tmpdir(char *dir);
 /* Remove every file in dir, then dir itself. */
 void th_rmdir(const char *dir);
 
+/* The suite's scratch directory: th_setup makes it (th_tmpdir), th_teardown
+ * removes it; pass both to cmocka_run_group_tests. */
+extern char th_dir[256];
+int th_setup(void **st);
+int th_teardown(void **st);
+
 /* dir/<preset>[-type].gguf via tb_synth_model (seed fixed); path out. */
 int th_synth(const char *dir, const char *preset, int type, char *path, size_t cap);
 

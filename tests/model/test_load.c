@@ -15,21 +15,8 @@
 
 #include "helpers.h"
 
-static char dir[256];
-
-static int setup(void **st) {
-    (void)st;
-    return th_tmpdir(dir);
-}
-
-static int teardown(void **st) {
-    (void)st;
-    th_rmdir(dir);
-    return 0;
-}
-
 static void synth(const char *preset, char *path, size_t cap) {
-    if (th_synth(dir, preset, -1, path, cap)) fail_msg("synth %s: %s", preset, tb_last_error());
+    if (th_synth(th_dir, preset, -1, path, cap)) fail_msg("synth %s: %s", preset, tb_last_error());
 }
 
 /* Load a rewritten copy of `preset` and expect `status` and every needle in the message. */
@@ -37,7 +24,7 @@ static void expect_error(const char *preset, const th_edit *e, const char *name,
                          const char *n1, const char *n2) {
     char src[512], dst[512];
     synth(preset, src, sizeof src);
-    snprintf(dst, sizeof dst, "%s/%s.gguf", dir, name);
+    snprintf(dst, sizeof dst, "%s/%s.gguf", th_dir, name);
     assert_int_equal(th_rewrite(src, dst, e), TB_OK);
     tb_model_t *m = (tb_model_t *)0x1;
     int rc = tb_model_load(dst, &m);
@@ -112,7 +99,7 @@ static void test_weights_modes(void **st) {
     synth("moe-tiny", paths[1], sizeof paths[1]);
     char src[512];
     synth("llama-tiny", src, sizeof src);
-    snprintf(paths[2], sizeof paths[2], "%s/tied-modes.gguf", dir);
+    snprintf(paths[2], sizeof paths[2], "%s/tied-modes.gguf", th_dir);
     th_edit e = {.drop_tensor = "output"};
     assert_int_equal(th_rewrite(src, paths[2], &e), TB_OK);
     for (int f = 0; f < 3; f++) {
@@ -142,7 +129,7 @@ static void test_tied_output(void **st) {
     (void)st;
     char src[512], dst[512];
     synth("llama-tiny", src, sizeof src);
-    snprintf(dst, sizeof dst, "%s/tied.gguf", dir);
+    snprintf(dst, sizeof dst, "%s/tied.gguf", th_dir);
     th_edit e = {.drop_tensor = "output"};
     assert_int_equal(th_rewrite(src, dst, &e), TB_OK);
     tb_model_t *m;
@@ -243,5 +230,5 @@ int main(void) {
         cmocka_unit_test(test_info),
         cmocka_unit_test(test_bytes_per_token),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, th_setup, th_teardown);
 }

@@ -24,11 +24,6 @@
 #include "model/model.h"
 #include "kernels/kernels.h"
 
-static char dir[256];
-
-static int setup(void **st) { (void)st; return th_tmpdir(dir); }
-static int teardown(void **st) { (void)st; th_rmdir(dir); return 0; }
-
 static const uint8_t *copy_of(const tb_weight_t *w, int64_t e) {
     return tb_repack_lookup((const uint8_t *)w->data + (size_t)e * w->mat_bytes, w->row_bytes,
                             tb_isa_active(), w->type);
@@ -37,7 +32,7 @@ static const uint8_t *copy_of(const tb_weight_t *w, int64_t e) {
 /* Checks one file; returns the number of layers whose pair was placed. */
 static int check_file(const char *preset, int type) {
     char path[512];
-    assert_int_equal(th_synth(dir, preset, type, path, sizeof path), TB_OK);
+    assert_int_equal(th_synth(th_dir, preset, type, path, sizeof path), TB_OK);
     tb_model_t *m;
     if (tb_model_load(path, &m) != TB_OK) fail_msg("%s: %s", path, tb_last_error());
     int paired = 0;
@@ -117,7 +112,7 @@ static void test_threads_same_bytes(void **st) {
     const char *presets[] = {"maple-tiny", "llama-tiny"};
     for (size_t p = 0; p < TB_ARRAY_LEN(presets); p++) {
         char path[512];
-        assert_int_equal(th_synth(dir, presets[p], TB_TYPE_TQ2_0, path, sizeof path), TB_OK);
+        assert_int_equal(th_synth(th_dir, presets[p], TB_TYPE_TQ2_0, path, sizeof path), TB_OK);
         tb_model_t *one, *three;
         tb_model_params_t p1 = {.weights = TB_WEIGHTS_COPY, .n_threads = 1};
         tb_model_params_t p3 = {.weights = TB_WEIGHTS_COPY, .n_threads = 3};
@@ -134,5 +129,5 @@ int main(void) {
         cmocka_unit_test(test_gate_up_interleaved),
         cmocka_unit_test(test_threads_same_bytes),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, th_setup, th_teardown);
 }

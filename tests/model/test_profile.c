@@ -20,19 +20,6 @@
 
 #include "helpers.h"
 
-static char dir[256];
-
-static int setup(void **st) {
-    (void)st;
-    return th_tmpdir(dir);
-}
-
-static int teardown(void **st) {
-    (void)st;
-    th_rmdir(dir);
-    return 0;
-}
-
 /* Bytes of the named tensor (all layers when name starts with "blk.%d."). */
 static uint64_t tensor_bytes(const tb_model_t *m, const char *name, int32_t n_layer) {
     const tb_gguf_t *g = tb_model_gguf(m);
@@ -51,7 +38,7 @@ static uint64_t tensor_bytes(const tb_model_t *m, const char *name, int32_t n_la
 
 static void check_preset(const char *preset) {
     char path[512];
-    if (th_synth(dir, preset, -1, path, sizeof path)) fail_msg("synth %s: %s", preset, tb_last_error());
+    if (th_synth(th_dir, preset, -1, path, sizeof path)) fail_msg("synth %s: %s", preset, tb_last_error());
     tb_model_t *m;
     assert_int_equal(tb_model_load(path, &m), TB_OK);
     tb_model_info_t in;
@@ -145,5 +132,5 @@ int main(void) {
         cmocka_unit_test(test_maple),
         cmocka_unit_test(test_moe),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, th_setup, th_teardown);
 }

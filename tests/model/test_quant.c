@@ -62,19 +62,6 @@ static const budget moe[] = {
 };
 #define N_BUDGETS (sizeof dense / sizeof *dense)
 
-static char dir[256];
-
-static int setup(void **st) {
-    (void)st;
-    return th_tmpdir(dir);
-}
-
-static int teardown(void **st) {
-    (void)st;
-    th_rmdir(dir);
-    return 0;
-}
-
 static int cmp_double(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
     return (x > y) - (x < y);
@@ -101,14 +88,14 @@ static int run(const char *path, const int32_t *ids, float **out) {
 
 static void check_preset(const char *preset, const budget *budgets) {
     char f32[512], q[512];
-    if (th_synth(dir, preset, -1, f32, sizeof f32)) fail_msg("synth: %s", tb_last_error());
+    if (th_synth(th_dir, preset, -1, f32, sizeof f32)) fail_msg("synth: %s", tb_last_error());
     int32_t ids[N_PROMPT];
     th_prompt(ids, N_PROMPT, 512, 9);
     float *ref;
     const int V = run(f32, ids, &ref);
     for (size_t i = 0; i < N_BUDGETS; i++) {
         const budget *b = &budgets[i];
-        snprintf(q, sizeof q, "%s/%s-q-%s.gguf", dir, preset, tb_type_name(b->type));
+        snprintf(q, sizeof q, "%s/%s-q-%s.gguf", th_dir, preset, tb_type_name(b->type));
         if (tb_quantize_model(f32, q, b->type, NULL, NULL)) fail_msg("quantize: %s", tb_last_error());
         float *got;
         run(q, ids, &got);
@@ -141,8 +128,8 @@ static void test_moe(void **st) { (void)st; check_preset("moe-tiny", moe); }
 static void test_ternary_exact(void **st) {
     (void)st;
     char t2[512], t1[512];
-    if (th_synth(dir, "llama-tiny", TB_TYPE_TQ2_0, t2, sizeof t2)) fail_msg("synth: %s", tb_last_error());
-    snprintf(t1, sizeof t1, "%s/llama-tiny-tq1.gguf", dir);
+    if (th_synth(th_dir, "llama-tiny", TB_TYPE_TQ2_0, t2, sizeof t2)) fail_msg("synth: %s", tb_last_error());
+    snprintf(t1, sizeof t1, "%s/llama-tiny-tq1.gguf", th_dir);
     if (tb_quantize_model(t2, t1, TB_TYPE_TQ1_0, NULL, NULL)) fail_msg("quantize: %s", tb_last_error());
     int32_t ids[N_PROMPT];
     th_prompt(ids, N_PROMPT, 512, 13);
@@ -163,5 +150,5 @@ int main(void) {
         cmocka_unit_test(test_moe),
         cmocka_unit_test(test_ternary_exact),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, th_setup, th_teardown);
 }

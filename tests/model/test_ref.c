@@ -21,22 +21,9 @@
 #define N_PROMPT 40
 #define BUDGET_REL_L2 1e-4
 
-static char dir[256];
-
-static int setup(void **st) {
-    (void)st;
-    return th_tmpdir(dir);
-}
-
-static int teardown(void **st) {
-    (void)st;
-    th_rmdir(dir);
-    return 0;
-}
-
 static void check_preset(const char *preset, int n_batch, int n_threads) {
     char path[512], err[256];
-    assert_int_equal(th_synth(dir, preset, -1, path, sizeof path), TB_OK);
+    assert_int_equal(th_synth(th_dir, preset, -1, path, sizeof path), TB_OK);
     tb_model_t *m;
     int rc = tb_model_load(path, &m);
     if (rc) fail_msg("load %s: %s", path, tb_last_error());
@@ -93,5 +80,5 @@ int main(void) {
         cmocka_unit_test(test_moe_tiny),
         cmocka_unit_test(test_moe_tiny_chunked),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, th_setup, th_teardown);
 }

@@ -47,7 +47,7 @@ static void test_single_caller(void **st) {
     memset(seen, 0, sizeof seen);
     int64_t u0, u1;
     bool first = true;
-    while (tb_sched_next(s, 1, NTH, MIN, 2, &u0, &u1)) {
+    while (tb_sched_next(s, 1, NTH, MIN, &u0, &u1)) {
         assert_true(0 <= u0 && u0 < u1 && u1 <= UNITS);
         if (first) {   /* a theft from the back of the fullest range, [100, 257) */
             assert_int_equal(u1, UNITS);
@@ -68,7 +68,7 @@ static void test_single_caller(void **st) {
     tb_sched_init(s, NTH, cut);
     int64_t next = 100;
     for (int i = 0; i < 3; i++) {
-        assert_true(tb_sched_next(s, 2, NTH, MIN, 2, &u0, &u1));
+        assert_true(tb_sched_next(s, 2, NTH, MIN, &u0, &u1));
         assert_int_equal(u0, next);
         next = u1;
     }
@@ -85,7 +85,6 @@ static void test_single_caller(void **st) {
 typedef struct run_ctx {
     tb_sched_t *s;
     int64_t min_units, cut[T_MAXTH + 1];
-    int part;
     int held;                         /* this thread starts when the others are done */
     _Atomic int finished;             /* threads other than `held` done claiming */
     _Atomic int owner[T_UNITS];       /* claimant + 1 of every unit, 0 if none    */
@@ -101,7 +100,7 @@ static void run_worker(void *arg, int ith, int nth) {
     }
     c->first_u0[ith] = -1;
     int64_t u0, u1;
-    while (tb_sched_next(c->s, ith, nth, c->min_units, c->part, &u0, &u1)) {
+    while (tb_sched_next(c->s, ith, nth, c->min_units, &u0, &u1)) {
         if (c->first_u0[ith] < 0) c->first_u0[ith] = u0;
         for (int64_t u = u0; u < u1; u++) {
             atomic_fetch_add(&c->claims[u], 1);
@@ -129,7 +128,6 @@ static void test_pool_threads(void **st) {
                     int64_t t = c.cut[j]; c.cut[j] = c.cut[j - 1]; c.cut[j - 1] = t;
                 }
             c.min_units = 1 + (int64_t)urand(20);
-            c.part = 1 + (int)urand(8);
             c.held = (int)urand((uint64_t)nth);
             atomic_store(&c.finished, 0);
             for (int u = 0; u < T_UNITS; u++) { atomic_store(&c.owner[u], 0); atomic_store(&c.claims[u], 0); }

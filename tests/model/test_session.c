@@ -25,22 +25,9 @@
 /* F16 KV rounds K and V to 11 significant bits: logits move by ~1e-3. */
 #define BUDGET_KV_F16_REL_L2 1e-2
 
-static char dir[256];
-
-static int setup(void **st) {
-    (void)st;
-    return th_tmpdir(dir);
-}
-
-static int teardown(void **st) {
-    (void)st;
-    th_rmdir(dir);
-    return 0;
-}
-
 static tb_model_t *load_preset(const char *preset) {
     char path[512];
-    if (th_synth(dir, preset, -1, path, sizeof path)) fail_msg("synth %s: %s", preset, tb_last_error());
+    if (th_synth(th_dir, preset, -1, path, sizeof path)) fail_msg("synth %s: %s", preset, tb_last_error());
     tb_model_t *m;
     if (tb_model_load(path, &m)) fail_msg("load %s: %s", preset, tb_last_error());
     return m;
@@ -237,5 +224,5 @@ int main(void) {
         cmocka_unit_test(test_logits_and_args),
         cmocka_unit_test(test_memory_bytes),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, th_setup, th_teardown);
 }
