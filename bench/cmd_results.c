@@ -217,7 +217,7 @@ static void csv_field(const char *s) {
     putchar('"');
 }
 
-static void json_str(const char *s) {
+void cmd_json_str(const char *s) {
     putchar('"');
     for (; *s; s++) {
         unsigned char ch = (unsigned char)*s;
@@ -309,7 +309,7 @@ int cmd_export(int argc, char **argv) {
                 int ty = sqlite3_column_type(st, i);
                 if (i == 15) printf("%.17g", sqlite3_column_double(st, i));
                 else if (ty == SQLITE_INTEGER) printf("%lld", (long long)sqlite3_column_int64(st, i));
-                else json_str(col(st, i));
+                else cmd_json_str(col(st, i));
             }
             putchar('}');
         } else {

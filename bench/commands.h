@@ -23,4 +23,15 @@ int cmd_show(int argc, char **argv);
 int cmd_export(int argc, char **argv);
 int cmd_report(int argc, char **argv);
 
+/* Print s to stdout as a JSON string (quoted, escaped); cmd_results.c. */
+void cmd_json_str(const char *s);
+
+/* Shared by the measurement commands (cmd_perf.c). */
+/* Parse option `opt`'s value v as an integer in [lo, hi] into *out; 0, or 2
+ * after printing the usage error (naming cmd, opt and v). */
+int cmd_arg_int(const char *cmd, const char *opt, const char *v, int lo, int hi, int *out);
+/* The read-bandwidth roofline with `threads` threads (tb_bandwidth_probe
+ * over 256 MiB, best of 5); 0, or the engine's code after printing it. */
+int cmd_probe(int threads, double *gbps);
+
 #endif

@@ -32,6 +32,19 @@ static double num(const char *obj, const char *key) {
     return v;
 }
 
+/* The string after "key": in the JSON object at obj (one line), unescaped
+ * for plain paths; fails the test when absent. */
+static void str(const char *obj, const char *key, char *out, size_t cap) {
+    char pat[64];
+    snprintf(pat, sizeof pat, "\"%s\": \"", key);
+    const char *eol = strchr(obj, '\n'), *p = strstr(obj, pat), *e;
+    if (!p || (eol && p > eol)) fail_msg("bench --json: no \"%s\" string in %.200s", key, obj);
+    p += strlen(pat);
+    if (!(e = strchr(p, '"')) || (size_t)(e - p) >= cap) fail_msg("bench --json: bad \"%s\" in %.200s", key, obj);
+    memcpy(out, p, (size_t)(e - p));
+    out[e - p] = '\0';
+}
+
 static void check_test(const char *obj, const char *name, int reps) {
     char want[48];
     snprintf(want, sizeof want, "{\"test\": \"%s\",", name);
@@ -94,10 +107,83 @@ static void test_bench_json(void **state) {
     e2e_res_free(&r);
 }
 
+/* -m A -m B: every test of both files, A first, then one comparison per
+ * test of B against A whose median lies within its per-rep range and
+ * whose counts fit the reps; a bad second file fails before any test. */
+static void test_bench_compare(void **state) {
+    (void)state;
+    e2e_res_t r;
+    const char *types[2] = {"tq2_0", "q4_0"}, *files[2] = {"a.gguf", "b.gguf"};
+    for (int i = 0; i < 2; i++) {
+        E2E_RUN(&r, E2E_NO_LIMIT, "model", "synth", "--preset", "llama-tiny", "--type", types[i], "--out",
+                files[i], "--quiet");
+        if (r.status != 0) fail_msg("model synth: exit %d: %s", r.status, r.err);
+        e2e_res_free(&r);
+    }
+    E2E_RUN(&r, E2E_NO_LIMIT, "bench", "-m", "a.gguf", "-m", "b.gguf", "-p", "8", "-n", "4", "-r", "3", "-t", "1",
+            "--json");
+    e2e_assert_clean(&r, "bench -m -m --json");
+    if (r.status != 0) fail_msg("bench -m -m: exit %d: %s", r.status, r.err);
+    const char *line = r.out;
+    static const char *const tests[2] = {"pp8", "tg4"};
+    char got[256];
+    for (int t = 0; t < 2; t++)
+        for (int i = 0; i < 2; i++) {
+            check_test(line, tests[t], 3);
+            str(line, "model", got, sizeof got);
+            assert_string_equal(got, files[i]);
+            str(line, "type", got, sizeof got);
+            assert_string_equal(got, types[i]);
+            line = strchr(line, '\n') + 1;
+        }
+    for (int t = 0; t < 2; t++) {
+        char want[48];
+        snprintf(want, sizeof want, "{\"compare\": \"%s\",", tests[t]);
+        if (strncmp(line, want, strlen(want))) fail_msg("bench -m -m: expected %s, got %.120s", want, line);
+        str(line, "model", got, sizeof got);
+        assert_string_equal(got, "b.gguf");
+        str(line, "baseline", got, sizeof got);
+        assert_string_equal(got, "a.gguf");
+        const double med = num(line, "ratio_median"), lo = num(line, "ratio_min"), hi = num(line, "ratio_max");
+        const double faster = num(line, "faster_reps"), p = num(line, "sign_p");
+        assert_true(lo > 0 && lo <= med + 1e-4 && med <= hi + 1e-4);
+        assert_true(faster >= 0 && faster <= 3 && (int)num(line, "reps") == 3);
+        /* 3 reps: p = 1 for 1 or 2 faster, 0.25 for 0 or 3 */
+        assert_true(fabs(p - (faster == 0 || faster == 3 ? 0.25 : 1.0)) < 1e-3);
+        line = strchr(line, '\n') + 1;
+    }
+    if (*line) fail_msg("bench -m -m: unexpected extra output: %s", line);
+    e2e_res_free(&r);
+
+    /* the table names each file and states the comparison */
+    E2E_RUN(&r, E2E_NO_LIMIT, "bench", "-m", "a.gguf", "-m", "b.gguf", "-p", "0", "-n", "4", "-r", "2", "-t", "1");
+    e2e_assert_clean(&r, "bench -m -m");
+    if (r.status != 0) fail_msg("bench -m -m: exit %d: %s", r.status, r.err);
+    if (!strstr(r.out, "take turns") || !strstr(r.out, "# tg4: b.gguf / a.gguf = "))
+        fail_msg("bench -m -m: unexpected table: %s", r.out);
+    e2e_res_free(&r);
+
+    /* a bad second file: an error naming it, nothing measured */
+    e2e_write("bad.gguf", "GGUF", 4);
+    E2E_RUN(&r, E2E_NO_LIMIT, "bench", "-m", "a.gguf", "-m", "bad.gguf", "-p", "0", "-n", "4", "-r", "2");
+    e2e_assert_clean(&r, "bench -m bad");
+    assert_int_equal(r.status, 1);
+    if (!strstr(r.err, "bad.gguf") || r.out[0]) fail_msg("bench -m bad: out %s err %s", r.out, r.err);
+    e2e_res_free(&r);
+
+    /* more files than it compares: a usage error */
+    E2E_RUN(&r, E2E_NO_LIMIT, "bench", "-m", "a.gguf", "-m", "a.gguf", "-m", "a.gguf", "-m", "a.gguf", "-m",
+            "a.gguf", "-n", "1");
+    assert_int_equal(r.status, 2);
+    if (!strstr(r.err, "at most 4")) fail_msg("bench -m x5: %s", r.err);
+    e2e_res_free(&r);
+}
+
 int main(int argc, char **argv) {
     if (e2e_init(argc, argv, "bench") != 0) return 1;
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_bench_json),
+        cmocka_unit_test(test_bench_compare),
     };
     int failed = cmocka_run_group_tests(tests, NULL, NULL);
     e2e_cleanup();

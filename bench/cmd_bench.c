@@ -1,0 +1,419 @@
+/*
+ * cmd_bench.c — `ternbench bench`: the quick llama-bench-style prefill and
+ * decode benchmark of one model file, or an interleaved comparison of
+ * several.
+ *
+ * A test (ppP: one prefill of P tokens; tgN: N tokens decoded one at a
+ * time after the cache was filled to --ctx) is a warm-up eval, then R timed
+ * evals, each followed by a read-bandwidth probe. Rep i is charged against
+ * the higher of the probes on either side of it, so when this VM's
+ * bandwidth moves between its states (~33 and ~60 GB/s) each rep is
+ * compared with what memory delivered around it.
+ *
+ * With several -m files the files take turns inside every rep (A B, then
+ * B A, ...), so they see the same machine states, and each file after the
+ * first is compared with the first rep by rep: the median over reps of the
+ * ratio of its tok/s to the first file's in the same rep (a paired
+ * measurement: two runs seconds apart, instead of two runs minutes apart
+ * in different states), how many reps it was faster in, and the two-sided
+ * sign-test p-value of that count.
+ */
+#include "commands.h"
+#include "stats.h"
+#include "ternbench.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define BENCH_MAX_MODELS 4
+
+typedef struct {
+    const char *models[BENCH_MAX_MODELS];
+    int n_models;
+    int threads, ctx, n_prompt, n_gen, reps;
+    bool json;
+    bool mmap;          /* --mmap: TB_WEIGHTS_MMAP */
+    bool profile;       /* --profile: per-phase split of one more decode run */
+} bench_opts_t;
+
+typedef struct {
+    char test[32];
+    double tps_median, tps_stddev;
+    double bytes_per_token, gbps;
+    double bw_median;                   /* median of the reps' rooflines (GB/s)   */
+    double roofline_pct;                /* median over reps of achieved / roofline */
+    double roofline_pct_min, roofline_pct_max;
+    double *tps;                        /* (reps) tok/s of each rep, in rep order  */
+} bench_result_t;
+
+/* One file under test and its results. */
+typedef struct {
+    const char *path;
+    tb_model_t *m;
+    tb_session_t *s;
+    tb_model_info_t info;
+    tb_bytes_per_token_t bpt;
+    bench_result_t res[2];              /* the tests in the order run (pp, tg) */
+    tb_profile_t prof;
+} bench_var_t;
+
+/* Variant b against variant a over the same reps. */
+typedef struct {
+    double median, min, max;            /* of tps_b[i] / tps_a[i] */
+    int faster;                         /* reps with tps_b > tps_a */
+    double sign_p;                      /* two-sided sign test of `faster` */
+} bench_ratio_t;
+
+/* ---------------------------------------------------------------------- */
+/* Timing                                                                   */
+/* ---------------------------------------------------------------------- */
+
+/* One timed eval of n tokens (prefill if batch, else one token at a time)
+ * after the cache was filled to `depth` tokens (untimed, unprofiled); with
+ * `profile` the session's per-phase profile covers exactly the timed eval. */
+static int time_eval(tb_session_t *s, int32_t n_vocab, int depth, int n, bool batch, bool profile,
+                     double *tps) {
+    tb_session_reset(s);
+    int32_t *ids = malloc(sizeof(int32_t) * (size_t)(n > depth ? n : depth) + sizeof(int32_t));
+    if (!ids) return TB_ERR_NOMEM;
+    for (int i = 0; i < (n > depth ? n : depth); i++) ids[i] = (int32_t)((i * 7919 + 13) % n_vocab);
+    int rc = depth ? tb_session_eval(s, ids, depth, false) : TB_OK;
+    if (profile) tb_session_set_profile(s, true);
+    uint64_t t0 = tb_now_ns();
+    if (!rc && batch) rc = tb_session_eval(s, ids, n, false);
+    for (int i = 0; !rc && !batch && i < n; i++) rc = tb_session_eval(s, &ids[i], 1, false);
+    uint64_t dt = tb_now_ns() - t0;
+    free(ids);
+    *tps = (double)n * 1e9 / (double)(dt ? dt : 1);
+    return rc;
+}
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Median of x (n > 0), sorting it in place. */
+static double median_inplace(double *x, int n) {
+    qsort(x, (size_t)n, sizeof *x, cmp_double);
+    return n % 2 ? x[n / 2] : (x[n / 2 - 1] + x[n / 2]) / 2;
+}
+
+static double test_bytes(const bench_var_t *v, bool batch, int n) {
+    /* prefill reads every weight once per batch: bytes/token = weights / P */
+    return batch ? (double)v->info.weight_bytes / n : (double)v->bpt.total;
+}
+
+/* Test `ti` (prefill if batch, else decode; n tokens) of every variant:
+ * warm-ups, then R reps, the variants in turn inside each rep (forward on
+ * even reps, backward on odd ones), a probe after every eval (*bw holds
+ * the last probe on entry and on return). Fills v[k].res[ti]. Every
+ * failure is reported here (naming the file); returns non-zero then. */
+static int bench_test(bench_var_t *v, int nv, const bench_opts_t *o, bool batch, int n, double *bw,
+                      int ti) {
+    const int R = o->reps;
+    double *buf = calloc((size_t)R * 2 * (size_t)nv, sizeof(double));
+    double *roof = buf, *pct = buf + (size_t)R * (size_t)nv;      /* (nv, R) each */
+    bool nomem = !buf;
+    for (int k = 0; k < nv; k++) {
+        bench_result_t *r = &v[k].res[ti];
+        memset(r, 0, sizeof *r);
+        r->tps = calloc((size_t)R, sizeof(double));
+        nomem |= !r->tps;
+    }
+    if (nomem) {
+        free(buf);
+        fprintf(stderr, "ternbench bench: out of memory for %d reps\n", R);
+        return TB_ERR_NOMEM;
+    }
+    int rc = TB_OK, bad = -1;   /* bad: the variant whose eval failed */
+    double warm;
+    for (int k = 0; k < nv && !rc; k++)
+        if ((rc = time_eval(v[k].s, v[k].info.n_vocab, batch ? 0 : o->ctx, n, batch, false, &warm))) bad = k;
+    if (!rc) rc = cmd_probe(o->threads, bw);
+    for (int i = 0; !rc && i < R; i++)
+        for (int step = 0; !rc && step < nv; step++) {
+            const int k = i % 2 ? nv - 1 - step : step;
+            const double before = *bw;
+            double *tps = &v[k].res[ti].tps[i];
+            if ((rc = time_eval(v[k].s, v[k].info.n_vocab, batch ? 0 : o->ctx, n, batch, false, tps))) bad = k;
+            if (!rc) rc = cmd_probe(o->threads, bw);
+            const size_t at = (size_t)k * (size_t)R + (size_t)i;
+            roof[at] = before > *bw ? before : *bw;
+            pct[at] = 100.0 * *tps * test_bytes(&v[k], batch, n) / 1e9 / roof[at];
+        }
+    if (bad >= 0) fprintf(stderr, "ternbench bench: %s: %s\n", v[bad].path, tb_last_error());
+    for (int k = 0; k < nv && !rc; k++) {
+        bench_result_t *r = &v[k].res[ti];
+        tb_stats_summary_t sum;
+        tb_stats_summarize(r->tps, (size_t)R, &sum);
+        snprintf(r->test, sizeof r->test, "%s%d", batch ? "pp" : "tg", n);
+        r->tps_median = sum.median;
+        r->tps_stddev = sum.stddev;
+        r->bytes_per_token = test_bytes(&v[k], batch, n);
+        r->gbps = sum.median * r->bytes_per_token / 1e9;
+        r->bw_median = median_inplace(roof + (size_t)k * (size_t)R, R);
+        double *p = pct + (size_t)k * (size_t)R;
+        r->roofline_pct = median_inplace(p, R);
+        r->roofline_pct_min = p[0];
+        r->roofline_pct_max = p[R - 1];
+    }
+    free(buf);
+    return rc;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Comparison                                                               */
+/* ---------------------------------------------------------------------- */
+
+/* Two-sided sign test: the probability under "no difference" (each rep
+ * faster with probability 1/2) of a count at least as far from n/2 as k. */
+static double sign_test_p(int k, int n) {
+    const int m = k < n - k ? k : n - k;
+    double tail = 0.0;
+    for (int i = 0; i <= m; i++)
+        tail += exp(lgamma(n + 1.0) - lgamma(i + 1.0) - lgamma(n - i + 1.0) - n * log(2.0));
+    return 2.0 * tail > 1.0 ? 1.0 : 2.0 * tail;
+}
+
+/* b against a over R reps (b's tok/s over a's, rep by rep). */
+static int ratio_of(const double *a, const double *b, int R, bench_ratio_t *out) {
+    double *r = malloc(sizeof(double) * (size_t)R);
+    if (!r) {
+        fprintf(stderr, "ternbench bench: out of memory for %d reps\n", R);
+        return TB_ERR_NOMEM;
+    }
+    out->faster = 0;
+    for (int i = 0; i < R; i++) {
+        r[i] = b[i] / a[i];
+        out->faster += b[i] > a[i];
+    }
+    out->median = median_inplace(r, R);
+    out->min = r[0];
+    out->max = r[R - 1];
+    out->sign_p = sign_test_p(out->faster, R);
+    free(r);
+    return TB_OK;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Output                                                                   */
+/* ---------------------------------------------------------------------- */
+
+/* The file name without its directories. */
+static const char *base_name(const char *path) {
+    const char *b = strrchr(path, '/');
+    return b ? b + 1 : path;
+}
+
+/* The per-phase split of a profiled decode run: ms per token, share of the
+ * run's wall time, weight GB/s of the phase and its % of the roofline bw
+ * (the tg test's median probe). Attention's GB/s counts the KV bytes
+ * tb_model_bytes_per_token gives for the run's mid depth. */
+static void print_profile(const char *path, const tb_profile_t *p, const tb_bytes_per_token_t *bpt,
+                          double bw, bool json) {
+    const double tok = (double)p->tokens;
+    uint64_t rest = p->total_ns;
+    if (json) {
+        printf("{\"profile\": \"tg%.0f\", \"model\": ", tok);
+        cmd_json_str(path);
+        printf(", \"total_ms_per_token\": %.4f, \"phases\": [", p->total_ns / 1e6 / tok);
+    } else {
+        printf("# profile of %s, one more decode run (%.0f tokens, %.3f ms/token):\n%-10s %10s %7s %9s %9s\n",
+               base_name(path), tok, p->total_ns / 1e6 / tok, "phase", "ms/token", "share", "GB/s", "roofline");
+    }
+    for (int i = 0; i < TB_PHASE_COUNT; i++) {
+        const tb_phase_stats_t *ph = &p->phase[i];
+        rest = rest > ph->ns ? rest - ph->ns : 0;
+        const double bytes = i == TB_PHASE_ATTENTION ? (double)bpt->kv * tok : (double)ph->bytes;
+        const double gbps = ph->ns ? bytes / (double)ph->ns : 0;
+        if (json)
+            printf("%s{\"phase\": \"%s\", \"ms_per_token\": %.4f, \"share_pct\": %.2f, \"gbps\": %.3f, "
+                   "\"roofline_pct\": %.2f}", i ? ", " : "", tb_phase_name((tb_phase_t)i), ph->ns / 1e6 / tok,
+                   100.0 * (double)ph->ns / (double)p->total_ns, gbps, 100.0 * gbps / bw);
+        else if (ph->calls)
+            printf("%-10s %10.3f %6.1f%% %9.2f %8.1f%%\n", tb_phase_name((tb_phase_t)i), ph->ns / 1e6 / tok,
+                   100.0 * (double)ph->ns / (double)p->total_ns, gbps, 100.0 * gbps / bw);
+    }
+    if (json) printf("], \"other_ms_per_token\": %.4f}\n", rest / 1e6 / tok);
+    else printf("%-10s %10.3f %6.1f%%\n", "other", rest / 1e6 / tok, 100.0 * (double)rest / (double)p->total_ns);
+}
+
+static void print_json(const bench_var_t *v, int nv, int n_res, const bench_ratio_t *cmp,
+                       const bench_opts_t *o, double bw_before, double bw_after) {
+    const char *isa = tb_isa_name(tb_isa_active());
+    for (int t = 0; t < n_res; t++)
+        for (int k = 0; k < nv; k++) {
+            const bench_result_t *r = &v[k].res[t];
+            printf("{\"test\": \"%s\", \"tokens_per_s\": %.3f, \"stddev\": %.3f, \"bytes_per_token\": %.0f, "
+                   "\"achieved_gbps\": %.3f, \"roofline_pct\": %.2f, \"roofline_pct_min\": %.2f, "
+                   "\"roofline_pct_max\": %.2f, \"bandwidth_gbps\": %.3f, "
+                   "\"bandwidth_before_gbps\": %.3f, \"bandwidth_after_gbps\": %.3f, \"isa\": \"%s\", "
+                   "\"features\": \"%s\", \"threads\": %d, \"ctx\": %d, \"reps\": %d, \"type\": \"%s\", "
+                   "\"weights\": \"%s\", \"resident_bytes\": %llu, \"load_s\": %.3f, \"model\": ",
+                   r->test, r->tps_median, r->tps_stddev, r->bytes_per_token, r->gbps, r->roofline_pct,
+                   r->roofline_pct_min, r->roofline_pct_max, r->bw_median, bw_before, bw_after, isa,
+                   tb_isa_features(), o->threads, o->ctx, o->reps, tb_type_name(v[k].info.main_type),
+                   o->mmap ? "mmap" : "copy", (unsigned long long)v[k].info.resident_bytes,
+                   v[k].info.load_ns / 1e9);
+            cmd_json_str(v[k].path);
+            printf("}\n");
+        }
+    for (int t = 0; t < n_res; t++)
+        for (int k = 1; k < nv; k++) {
+            const bench_ratio_t *c = &cmp[t * nv + k];
+            printf("{\"compare\": \"%s\", \"model\": ", v[k].res[t].test);
+            cmd_json_str(v[k].path);
+            printf(", \"baseline\": ");
+            cmd_json_str(v[0].path);
+            printf(", \"ratio_median\": %.4f, \"ratio_min\": %.4f, \"ratio_max\": %.4f, \"faster_reps\": %d, "
+                   "\"reps\": %d, \"sign_p\": %.4g}\n", c->median, c->min, c->max, c->faster, o->reps, c->sign_p);
+        }
+    for (int k = 0; k < nv; k++)
+        if (v[k].prof.tokens) print_profile(v[k].path, &v[k].prof, &v[k].bpt, v[k].res[n_res - 1].bw_median, true);
+}
+
+static void print_table(const bench_var_t *v, int nv, int n_res, const bench_ratio_t *cmp,
+                        const bench_opts_t *o, double bw_before, double bw_after) {
+    const char *isa = tb_isa_name(tb_isa_active());
+    for (int k = 0; k < nv; k++) {
+        const tb_model_info_t *in = &v[k].info;
+        printf("# %s: %s %s, %.2f GB weights; isa %s [%s]; %d thread(s)\n", v[k].path, in->arch,
+               tb_type_name(in->main_type), in->weight_bytes / 1e9, isa, tb_isa_features(), o->threads);
+        printf("# weights %s: %.2f GB resident in huge-page copies (%.2f GB repacked), loaded in %.2f s\n",
+               o->mmap ? "mmap" : "copy", in->resident_bytes / 1e9, in->repack_bytes / 1e9, in->load_ns / 1e9);
+    }
+    if (nv > 1) printf("# the files take turns inside every rep (forward on even reps, backward on odd)\n");
+    printf("# read bandwidth %.2f GB/s first, %.2f GB/s last; each rep is charged against the higher\n"
+           "# of the probes taken just before and just after it (median roofline per test below)\n",
+           bw_before, bw_after);
+    printf("%-8s ", "test");
+    if (nv > 1) printf("%-28s ", "model");
+    printf("%12s %9s %14s %10s %9s %9s %15s\n", "tok/s", "stddev", "bytes/token", "GB/s", "roof GB/s",
+           "roofline", "range");
+    for (int t = 0; t < n_res; t++)
+        for (int k = 0; k < nv; k++) {
+            const bench_result_t *r = &v[k].res[t];
+            printf("%-8s ", r->test);
+            if (nv > 1) printf("%-28.28s ", base_name(v[k].path));
+            printf("%12.2f %9.2f %14.0f %10.2f %9.2f %8.1f%% %6.1f-%5.1f%%\n", r->tps_median, r->tps_stddev,
+                   r->bytes_per_token, r->gbps, r->bw_median, r->roofline_pct, r->roofline_pct_min,
+                   r->roofline_pct_max);
+        }
+    for (int t = 0; t < n_res; t++)
+        for (int k = 1; k < nv; k++) {
+            const bench_ratio_t *c = &cmp[t * nv + k];
+            printf("# %s: %s / %s = %.3f (median of %d paired reps, %.3f-%.3f), faster in %d of %d, "
+                   "sign test p = %.3g\n", v[k].res[t].test, base_name(v[k].path), base_name(v[0].path),
+                   c->median, o->reps, c->min, c->max, c->faster, o->reps, c->sign_p);
+        }
+    for (int k = 0; k < nv; k++)
+        if (v[k].prof.tokens) print_profile(v[k].path, &v[k].prof, &v[k].bpt, v[k].res[n_res - 1].bw_median, false);
+}
+
+/* ---------------------------------------------------------------------- */
+/* Command                                                                  */
+/* ---------------------------------------------------------------------- */
+
+static int bench_usage(void) {
+    fprintf(stderr, "usage: ternbench bench -m F.gguf [-m G.gguf ...] [-t N] [--ctx C] [-p P] [-n N] [-r R]\n"
+                    "                       [--mmap] [--profile] [--json]\n"
+                    "  -m F     model file; up to %d, interleaved rep by rep and compared with the first\n"
+                    "  -t N     threads (default 2)\n"
+                    "  --ctx C  decode depth: the KV cache holds C tokens before tg is timed (default 0)\n"
+                    "  -p P     prompt tokens for the prefill test ppP (default 512; 0 skips it)\n"
+                    "  -n N     decoded tokens for the decode test tgN (default 128; 0 skips it)\n"
+                    "  -r R     timed repetitions after one warm-up (default 5)\n"
+                    "  --mmap   read weights from the file mapping instead of huge-page copies\n"
+                    "  --profile  after the tests, one more decode run split by phase (ms/token, GB/s)\n",
+            BENCH_MAX_MODELS);
+    return 2;
+}
+
+static int parse_args(int argc, char **argv, bench_opts_t *o) {
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        int rc = 0;
+        if (!strcmp(a, "--json")) { o->json = true; continue; }
+        if (!strcmp(a, "--mmap")) { o->mmap = true; continue; }
+        if (!strcmp(a, "--profile")) { o->profile = true; continue; }
+        if (!strcmp(a, "-m") || !strcmp(a, "--model")) {
+            if (!v) return bench_usage();
+            if (o->n_models == BENCH_MAX_MODELS) {
+                fprintf(stderr, "ternbench bench: at most %d -m files, got more at '%s'\n", BENCH_MAX_MODELS, v);
+                return 2;
+            }
+            o->models[o->n_models++] = v;
+        }
+        else if (!strcmp(a, "-t") || !strcmp(a, "--threads")) rc = cmd_arg_int(argv[0], a, v, 1, 64, &o->threads);
+        else if (!strcmp(a, "--ctx")) rc = cmd_arg_int(argv[0], a, v, 0, 1 << 20, &o->ctx);
+        else if (!strcmp(a, "-p")) rc = cmd_arg_int(argv[0], a, v, 0, 1 << 16, &o->n_prompt);
+        else if (!strcmp(a, "-n")) rc = cmd_arg_int(argv[0], a, v, 0, 1 << 16, &o->n_gen);
+        else if (!strcmp(a, "-r")) rc = cmd_arg_int(argv[0], a, v, 1, 1000, &o->reps);
+        else return bench_usage();
+        if (rc) return rc;
+        i++;
+    }
+    return o->n_models ? 0 : bench_usage();
+}
+
+/* Load v->path and open its session (sp); on failure the message names the
+ * file. */
+static int var_open(bench_var_t *v, const bench_opts_t *o, const tb_session_params_t *sp) {
+    tb_model_params_t mp = {.weights = o->mmap ? TB_WEIGHTS_MMAP : TB_WEIGHTS_COPY, .n_threads = o->threads};
+    int rc = tb_model_load_ex(v->path, &mp, &v->m);
+    if (!rc) rc = tb_model_get_info(v->m, &v->info);
+    if (!rc) rc = tb_model_bytes_per_token(v->m, o->ctx + o->n_gen / 2, sp->kv_type, &v->bpt);
+    if (!rc) rc = tb_session_new(v->m, sp, &v->s);
+    if (rc) fprintf(stderr, "ternbench bench: %s: %s\n", v->path, tb_last_error());
+    return rc;
+}
+
+static void var_close(bench_var_t *v) {
+    tb_session_free(v->s);
+    tb_model_free(v->m);
+    for (int t = 0; t < 2; t++) free(v->res[t].tps);
+}
+
+int cmd_bench(int argc, char **argv) {
+    bench_opts_t o = {.threads = 2, .ctx = 0, .n_prompt = 512, .n_gen = 128, .reps = 5};
+    int rc = parse_args(argc, argv, &o);
+    if (rc) return rc;
+    tb_session_params_t sp = tb_session_default_params();
+    sp.n_threads = o.threads;
+    sp.n_ctx = o.ctx + (o.n_prompt > o.n_gen ? o.n_prompt : o.n_gen) + 1;
+    if (sp.n_batch < o.n_prompt) sp.n_batch = o.n_prompt;
+
+    bench_var_t v[BENCH_MAX_MODELS] = {{0}};
+    const int nv = o.n_models;
+    /* every file loaded first: a bad one fails before a second of probing */
+    for (int k = 0; k < nv && !rc; k++) {
+        v[k].path = o.models[k];
+        rc = var_open(&v[k], &o, &sp);
+    }
+    double bw_before = 0, bw_after = 0;
+    if (!rc) rc = cmd_probe(o.threads, &bw_before);
+    bw_after = bw_before;
+    int n_res = 0;
+    if (!rc && o.n_prompt > 0) rc = bench_test(v, nv, &o, true, o.n_prompt, &bw_after, n_res++);
+    if (!rc && o.n_gen > 0) rc = bench_test(v, nv, &o, false, o.n_gen, &bw_after, n_res++);
+    for (int k = 0; k < nv && !rc && o.profile && o.n_gen > 0; k++) {
+        double tps;   /* untimed by the tests above: its own decode run */
+        rc = time_eval(v[k].s, v[k].info.n_vocab, o.ctx, o.n_gen, false, true, &tps);
+        if (rc) fprintf(stderr, "ternbench bench: %s: %s\n", v[k].path, tb_last_error());
+        tb_session_get_profile(v[k].s, &v[k].prof);
+        tb_session_set_profile(v[k].s, false);
+    }
+    bench_ratio_t cmp[2 * BENCH_MAX_MODELS];   /* (test, variant); every failure above was reported */
+    for (int t = 0; t < n_res && !rc; t++)
+        for (int k = 1; k < nv && !rc; k++)
+            rc = ratio_of(v[0].res[t].tps, v[k].res[t].tps, o.reps, &cmp[t * nv + k]);
+    if (!rc) {
+        if (o.json) print_json(v, nv, n_res, cmp, &o, bw_before, bw_after);
+        else print_table(v, nv, n_res, cmp, &o, bw_before, bw_after);
+    }
+    for (int k = 0; k < nv; k++) var_close(&v[k]);
+    return rc ? 1 : 0;
+}
