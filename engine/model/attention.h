@@ -51,6 +51,10 @@ typedef void (*tb_att_wsum_fn)(const void *V, bool f16, const float *p, int64_t 
  * n >= 1, scale > 0 (as tb_op_softmax; the sum's order is the tier's). */
 typedef void (*tb_att_softmax_fn)(float *x, int n, float scale);
 
+/* h[i] = tb_op_f16(x[i]) (IEEE binary16 bits), i in [0, n), bit for bit (RNE; subnormals, inf
+ * and NaN as tb_op_f16): the KV store's conversion. */
+typedef void (*tb_att_to_f16_fn)(const float *x, uint16_t *h, int n);
+
 typedef struct tb_att_kernels {
     tb_att_scores_fn scores;         /* any G >= 1, any hd >= 1              */
     tb_att_wsum_fn wsum;             /* any G >= 1; needs hd % wsum_lanes
@@ -58,6 +62,7 @@ typedef struct tb_att_kernels {
                                         tb_att_wsum_c)                        */
     int wsum_lanes;
     tb_att_softmax_fn softmax;
+    tb_att_to_f16_fn to_f16;
 } tb_att_kernels_t;
 
 /* The attention kernels of tier isa (never NULL; tiers without their own
@@ -72,6 +77,7 @@ void tb_att_scores_c(const void *Kt, int32_t s0, bool f16, const float *q, int G
                      float *sc, int64_t ld, int32_t n);
 void tb_att_wsum_c(const void *V, bool f16, const float *p, int64_t ld, int G, int hd, float *o,
                    int32_t n, bool acc);
+void tb_att_to_f16_c(const float *x, uint16_t *h, int n);
 
 #if defined(__x86_64__)
 /* attention_x86.c: AVX-512 (F/BW/VL/FMA/F16C) and AVX2 (FMA/F16C). */
@@ -80,11 +86,13 @@ void tb_att_scores_avx512(const void *Kt, int32_t s0, bool f16, const float *q, 
 void tb_att_wsum_avx512(const void *V, bool f16, const float *p, int64_t ld, int G, int hd,
                         float *o, int32_t n, bool acc);
 void tb_att_softmax_avx512(float *x, int n, float scale);
+void tb_att_to_f16_avx512(const float *x, uint16_t *h, int n);
 void tb_att_scores_avx2(const void *Kt, int32_t s0, bool f16, const float *q, int G, int hd,
                         float *sc, int64_t ld, int32_t n);
 void tb_att_wsum_avx2(const void *V, bool f16, const float *p, int64_t ld, int G, int hd, float *o,
                       int32_t n, bool acc);
 void tb_att_softmax_avx2(float *x, int n, float scale);
+void tb_att_to_f16_avx2(const float *x, uint16_t *h, int n);
 #endif
 
 #endif

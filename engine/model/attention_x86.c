@@ -202,6 +202,18 @@ T512 void tb_att_softmax_avx512(float *x, int n, float scale) {
     if (mt) _mm512_mask_storeu_ps(x + nf, mt, _mm512_mul_ps(_mm512_maskz_loadu_ps(mt, x + nf), inv));
 }
 
+/* vcvtps2ph rounds to nearest even, flushes nothing and quiets NaNs
+ * keeping the top payload bits: tb_op_f16's bits. The tail is masked. */
+T512 void tb_att_to_f16_avx512(const float *x, uint16_t *h, int n) {
+    int i = 0;
+    for (; i + 16 <= n; i += 16)
+        _mm256_storeu_si256((__m256i *)(h + i), _mm512_cvtps_ph(_mm512_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT));
+    if (i < n) {
+        const __mmask16 m = (__mmask16)((1u << (n - i)) - 1);
+        _mm256_mask_storeu_epi16(h + i, m, _mm512_cvtps_ph(_mm512_maskz_loadu_ps(m, x + i), _MM_FROUND_TO_NEAREST_INT));
+    }
+}
+
 /* ===================================================================== */
 /* AVX2                                                                   */
 /* ===================================================================== */
@@ -321,6 +333,20 @@ T256 void tb_att_wsum_avx2(const void *V, bool f16, const float *p, int64_t ld, 
                 switch (nh) { WSUM2_NH(1) WSUM2_NH(2) WSUM2_NH(3) default: WSUM2_NH(4) }
             }
         }
+    }
+}
+
+/* As tb_att_to_f16_avx512, 8 at a time; the tail through a buffer. */
+T256 void tb_att_to_f16_avx2(const float *x, uint16_t *h, int n) {
+    int i = 0;
+    for (; i + 8 <= n; i += 8)
+        _mm_storeu_si128((__m128i *)(h + i), _mm256_cvtps_ph(_mm256_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT));
+    if (i < n) {
+        float b[8] = {0};
+        uint16_t o[8];
+        memcpy(b, x + i, (size_t)(n - i) * sizeof *b);
+        _mm_storeu_si128((__m128i *)o, _mm256_cvtps_ph(_mm256_loadu_ps(b), _MM_FROUND_TO_NEAREST_INT));
+        memcpy(h + i, o, (size_t)(n - i) * sizeof *o);
     }
 }
 

@@ -16,7 +16,11 @@
  *    ignored, accumulation onto o, a run cut in two (second part
  *    accumulated) bit-identical to the whole run;
  *  - softmax with scale against double, every tail length; its e^x
- *    bit-identical to tb_op_exp on every tier.
+ *    bit-identical to tb_op_exp on every tier;
+ *  - the KV store's f32 -> f16 conversion bit-identical to tb_op_f16 on
+ *    every tier: random bit patterns (NaN, inf, subnormal, huge), the
+ *    rounding ties and edges of binary16, every length 1..67, nothing
+ *    written past n.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -295,6 +299,53 @@ static void test_softmax_exp_bits(void **st) {
     }
 }
 
+/* f32 bit patterns the conversion must get right: random words, and the
+ * binary16 edges (largest finite and the overflow tie, smallest normal and
+ * subnormal, their halfway points, ties to even) with neighbours. */
+static uint32_t f16_case(int i) {
+    static const uint32_t edge[] = {
+        0x477fe000u, 0x477fefffu, 0x477ff000u, 0x477ff001u,  /* 65504 .. 65520: last finite, tie to inf */
+        0x38800000u, 0x387fffffu, 0x387fe000u, 0x387ff000u,  /* 2^-14 and below: normal/subnormal */
+        0x33800000u, 0x33000000u, 0x33000001u, 0x32ffffffu,  /* 2^-24, its half (tie to 0), around */
+        0x33c00000u, 0x3f801000u, 0x3f803000u, 0x3f800fffu,  /* 1.5 * 2^-24; 1 + half ulp ties */
+        0x7f800000u, 0x7fc00000u, 0x7f800001u, 0x7fbfffffu,  /* inf, qNaN, sNaN payloads */
+        0x00000001u, 0x00000000u, 0x4b000000u, 0x7f7fffffu,
+    };
+    const int ne = (int)TB_ARRAY_LEN(edge);
+    if (i < 2 * ne) return edge[i % ne] | (i >= ne ? 0x80000000u : 0u);
+    rng ^= rng << 13; rng ^= rng >> 7; rng ^= rng << 17;
+    if (i % 2) return (uint32_t)(rng >> 32);                   /* any word */
+    /* near binary16's range: exponent 100..150 */
+    return (uint32_t)((rng >> 32) & 0x807fffffu) | (uint32_t)(100 + (rng >> 20) % 51) << 23;
+}
+
+static void test_to_f16_bits(void **st) {
+    (void)st;
+    enum { N = 67 };
+    for (size_t ii = 0; ii < TB_ARRAY_LEN(isas); ii++) {
+        if (!tb_kernels_for(isas[ii])) continue;
+        const tb_att_kernels_t *ak = tb_att_kernels_for(isas[ii]);
+        int ci = 0;
+        for (int rep = 0; rep < 600; rep++) {
+            const int n = 1 + rep % N;
+            float x[N];
+            uint16_t h[N + 4];
+            for (int i = 0; i < n; i++) { const uint32_t u = f16_case(ci++); memcpy(&x[i], &u, 4); }
+            for (int i = 0; i < N + 4; i++) h[i] = 0xdead;
+            ak->to_f16(x, h, n);
+            for (int i = 0; i < n; i++) {
+                uint32_t u;
+                memcpy(&u, &x[i], 4);
+                if (h[i] != tb_op_f16(x[i]))
+                    fail_msg("%s to_f16(0x%08x) = 0x%04x, tb_op_f16 0x%04x", tb_isa_name(isas[ii]), u, h[i],
+                             tb_op_f16(x[i]));
+            }
+            for (int i = n; i < N + 4; i++)
+                if (h[i] != 0xdead) fail_msg("%s to_f16 wrote past n %d", tb_isa_name(isas[ii]), n);
+        }
+    }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_scores),
@@ -302,6 +353,7 @@ int main(void) {
         cmocka_unit_test(test_wsum),
         cmocka_unit_test(test_softmax),
         cmocka_unit_test(test_softmax_exp_bits),
+        cmocka_unit_test(test_to_f16_bits),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
