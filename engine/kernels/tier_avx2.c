@@ -57,6 +57,7 @@ void tb_kernels_fill_avx2(tb_kernels_t *k) {
     k->t[TB_TYPE_TQ1_0].gemm = gemm_tq1_0_256_rp;
     k->t[TB_TYPE_TQ1_0].repack = repack_tq1_0_8;
     k->t[TB_TYPE_TQ1_0].repack_rows = TB_TRP8_ROWS;
+    k->t[TB_TYPE_TQ1_0].repack_bytes = repack_bytes_tq1_0_8;   /* 2-bit codes: 66/54 of the file */
     TB_X86_SET(k, TB_TYPE_Q4_K, q4_K, NULL);
     TB_X86_SET(k, TB_TYPE_Q6_K, q6_K, NULL);
     TB_X86_SET(k, TB_TYPE_F32, f32, NULL);

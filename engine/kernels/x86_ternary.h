@@ -52,6 +52,30 @@ TB_INLINE void dot_tq2_0(int nt, int64_t n, float *s, const void *w, const void 
     for (int t = 0; t < nt; t++) s[t] = hsum_ps256(_mm256_add_ps(acc[0][t], acc[1][t]));
 }
 
+/* TQ1_0 decoding (AVX2; the AVX-512 tier's 5-bit repack and the AVX2 tier's
+ * 2-bit repack use it). */
+/* Trits of 32 bytes v: ((uint8)v * 3) >> 8 is 0 below 86, 1 below 171, else 2. */
+TB_INLINE __m256i tq1_trit32(__m256i v) {
+    const __m256i ge1 = _mm256_cmpeq_epi8(_mm256_max_epu8(v, _mm256_set1_epi8(86)), v);
+    const __m256i ge2 = _mm256_cmpeq_epi8(_mm256_max_epu8(v, _mm256_set1_epi8((char)171)), v);
+    return _mm256_sub_epi8(_mm256_setzero_si256(), _mm256_add_epi8(ge1, ge2));
+}
+
+/* The 256 trits (0..2) of a block in element order, by the format's rule
+ * (quant/tq1_0.c): trit n of byte q is ((uint8)(q 3^n) * 3) >> 8. */
+TB_INLINE void tq1_trits(const block_tq1_0 *x, uint8_t *t) {
+    __m256i q = _mm256_loadu_si256((const __m256i *)x->qs);   /* elements 32 n + m */
+    __m256i r = _mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)(x->qs + 32)));   /* 160 + 16 n + m */
+    for (int n = 0; n < 5; n++) {
+        _mm256_storeu_si256((__m256i *)(t + 32 * n), tq1_trit32(q));
+        _mm_storeu_si128((__m128i *)(t + 160 + 16 * n), _mm256_castsi256_si128(tq1_trit32(r)));
+        q = _mm256_add_epi8(_mm256_add_epi8(q, q), q);
+        r = _mm256_add_epi8(_mm256_add_epi8(r, r), r);
+    }
+    for (int n = 0, w = 1; n < 4; n++, w *= 3)   /* 240 + 4 n + m */
+        for (int m = 0; m < 4; m++) t[240 + 4 * n + m] = (uint8_t)((((x->qh[m] * w) & 255) * 3) >> 8);
+}
+
 #if defined(__AVX512F__)
 /* Software prefetch distance for row-tiled kernels: TB_NR rows streamed
  * side by side defeat the L2 stream prefetcher, so each row prefetches the
@@ -482,28 +506,6 @@ static_assert(sizeof(tq1_g5_codes) % 64 == 0 && TB_G5_BLOCK + 32 == sizeof(tq1_g
 static size_t repack_bytes_tq1_0(size_t ws, int64_t rows) {
     if (!tb_cpu.avx512vbmi) return tb_repack_bytes(ws, rows, TB_RP_ROWS);
     return tq1_g5_group_bytes((int64_t)(ws / sizeof(block_tq1_0))) * (size_t)((rows + TB_RP_ROWS - 1) / TB_RP_ROWS);
-}
-
-/* Trits of 32 bytes v: ((uint8)v * 3) >> 8 is 0 below 86, 1 below 171, else 2. */
-TB_INLINE __m256i tq1_trit32(__m256i v) {
-    const __m256i ge1 = _mm256_cmpeq_epi8(_mm256_max_epu8(v, _mm256_set1_epi8(86)), v);
-    const __m256i ge2 = _mm256_cmpeq_epi8(_mm256_max_epu8(v, _mm256_set1_epi8((char)171)), v);
-    return _mm256_sub_epi8(_mm256_setzero_si256(), _mm256_add_epi8(ge1, ge2));
-}
-
-/* The 256 trits (0..2) of a block in element order, by the format's rule
- * (quant/tq1_0.c): trit n of byte q is ((uint8)(q 3^n) * 3) >> 8. */
-TB_INLINE void tq1_trits(const block_tq1_0 *x, uint8_t *t) {
-    __m256i q = _mm256_loadu_si256((const __m256i *)x->qs);   /* elements 32 n + m */
-    __m256i r = _mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)(x->qs + 32)));   /* 160 + 16 n + m */
-    for (int n = 0; n < 5; n++) {
-        _mm256_storeu_si256((__m256i *)(t + 32 * n), tq1_trit32(q));
-        _mm_storeu_si128((__m128i *)(t + 160 + 16 * n), _mm256_castsi256_si128(tq1_trit32(r)));
-        q = _mm256_add_epi8(_mm256_add_epi8(q, q), q);
-        r = _mm256_add_epi8(_mm256_add_epi8(r, r), r);
-    }
-    for (int n = 0, w = 1; n < 4; n++, w *= 3)   /* 240 + 4 n + m */
-        for (int m = 0; m < 4; m++) t[240 + 4 * n + m] = (uint8_t)((((x->qh[m] * w) & 255) * 3) >> 8);
 }
 
 /* Row by row, in order; each row block's fields are built four lanes

@@ -1,8 +1,9 @@
 /*
  * x86_ternary_rp8.h — TQ2_0 and TQ1_0 x Q8_K on the AVX2 tier's load-time
- * repacked copy: 8 rows interleaved per block (lane = row), as Q4_0's rp8.
+ * repacked copy: 8 rows interleaved per block (lane = row), as Q4_0's rp8;
+ * TQ1_0's trits are stored as TQ2_0's 2-bit codes (one kernel for both).
  *
- * Included by tier_avx2.c only, after x86_q4_0_rp.h (whose q4rp8_store
+ * Included by tier_avx2.c only, after x86_q4_0_rp.h and x86_ternary.h (tq1_trits) (whose q4rp8_store
  * writes a group's lanes that fall in [r0, r1)). The AVX-512 tier keeps its
  * own 16-row layouts in x86_ternary.h.
  *
@@ -46,55 +47,65 @@ typedef struct {
 } tq2_0_grp8;
 static_assert(sizeof(tq2_0_grp8) == TB_TRP8_ROWS * sizeof(block_tq2_0), "tq2_0_grp8 size");
 
-/* TQ1_0, one group of 8 rows, one block: 432 bytes = 8 file blocks:
- *   [0 .. 415]    13 chunks j of 32 bytes: lane k holds bytes 4j..4j+3 of
- *                 row k's qs (j < 12) or its qh (j = 12), each byte XOR
- *                 0x80 (see dot_tq1_0_grp8)
- *   [416 .. 431]  d of rows 0..7 (fp16)
- * Trit l of lane byte b of chunk j is element tq1_rp8_off(j, l) + b. */
-typedef struct {
-    uint8_t q[13][32];
-    tb_fp16_t d[TB_TRP8_ROWS];
-} tq1_0_grp8;
-static_assert(sizeof(tq1_0_grp8) == TB_TRP8_ROWS * sizeof(block_tq1_0), "tq1_0_grp8 size");
+/* TQ1_0 is repacked into tq2_0_grp8 (its trits as 2-bit codes, d copied):
+ * 528 bytes per 8 file blocks of 54, 22 % more than the file. Decoding
+ * base-3 bytes on AVX2 costs ~9 vector ops per trit (two compares and a
+ * x3 recurrence per byte lane, no byte multiply): the direct kernel on a
+ * base-3 copy ran at 9 GB/s, the 2-bit codes at ~25 (ternbench kernels,
+ * --isa avx2, 1 thread, this machine), so 22 % more bytes cost less than
+ * the decoding. The integer dots are exact either way, so the results are
+ * those of the base-3 kernels bit for bit. */
+static size_t repack_bytes_tq1_0_8(size_t ws, int64_t rows) {
+    return (size_t)((rows + TB_TRP8_ROWS - 1) / TB_TRP8_ROWS) * (ws / sizeof(block_tq1_0)) * sizeof(tq2_0_grp8);
+}
 
-/* Both blocks are a run of code dwords followed by d (fp16), so one repack
- * serves both: `bsize` bytes per file block, (bsize - 2) / 4 chunks, code
- * bytes XOR `flip`. Missing rows of the last group are zero bytes (d = 0:
- * their lanes compute 0 and are never stored). Each row is read once in
- * order; its group's blocks are the only bytes written meanwhile. */
-TB_INLINE void repack_trp8_rows(const void *W, size_t ws, int64_t rows, int64_t nb, void *out, size_t bsize,
-                                uint8_t flip) {
-    const int R = TB_TRP8_ROWS, nc = (int)(bsize - sizeof(tb_fp16_t)) / 4;
-    const size_t gb = (size_t)R * bsize;   /* bytes of one group block */
-    const int64_t ng = (rows + R - 1) / R;
-    const uint32_t f4 = 0x01010101u * flip;
+/* TQ2_0 rows into groups of 8 (each file block's 16 code dwords to lane k
+ * of the group block's chunks, d to d[k]). Missing rows of the last group
+ * are zero bytes (d = 0: their lanes compute 0 and are never stored). Each
+ * row is read once in order; its group's blocks are the only bytes written
+ * meanwhile. */
+static void repack_tq2_0_8(const void *W, size_t ws, int64_t rows, int64_t n, void *out) {
+    const int R = TB_TRP8_ROWS;
+    const int64_t nb = n / QK_K, ng = (rows + R - 1) / R;
     for (int64_t g = 0; g < ng; g++) {
-        uint8_t *og = (uint8_t *)out + (size_t)(g * nb) * gb;   // (nb, nc, R, 4) codes + (R) d per block
+        tq2_0_grp8 *og = (tq2_0_grp8 *)out + g * nb;   // (nb)
         const int kn = (int)TB_MIN(R, rows - g * R);
-        if (kn < R) memset(og, 0, (size_t)nb * gb);
+        if (kn < R) memset(og, 0, (size_t)nb * sizeof *og);
         for (int k = 0; k < kn; k++) {
-            const uint8_t *x = (const uint8_t *)W + (size_t)(g * R + k) * ws;   // (nb, bsize)
-            for (int64_t i = 0; i < nb; i++, x += bsize) {
-                uint8_t *o = og + (size_t)i * gb;
-                for (int c = 0; c < nc; c++) {
-                    uint32_t v;
-                    memcpy(&v, x + 4 * c, 4);
-                    v ^= f4;
-                    memcpy(o + 4 * R * c + 4 * k, &v, 4);
-                }
-                memcpy(o + 4 * R * nc + 2 * k, x + 4 * nc, 2);
+            const block_tq2_0 *x = (const block_tq2_0 *)((const uint8_t *)W + (size_t)(g * R + k) * ws);
+            for (int64_t i = 0; i < nb; i++) {
+                for (int c = 0; c < 16; c++) memcpy(&og[i].q[c][4 * k], &x[i].qs[4 * c], 4);
+                og[i].d[k] = x[i].d;
             }
         }
     }
 }
 
-static void repack_tq2_0_8(const void *W, size_t ws, int64_t rows, int64_t n, void *out) {
-    repack_trp8_rows(W, ws, rows, n / QK_K, out, sizeof(block_tq2_0), 0);
-}
-
+/* TQ1_0 rows into tq2_0_grp8 groups: each block's trits (tq1_trits, the
+ * format's decoding) packed as TQ2_0 packs its codes (element
+ * 128 (m / 32) + 32 l + m % 32 in bits 2l of byte m), then placed as
+ * repack_tq2_0_8 places a TQ2_0 block. */
 static void repack_tq1_0_8(const void *W, size_t ws, int64_t rows, int64_t n, void *out) {
-    repack_trp8_rows(W, ws, rows, n / QK_K, out, sizeof(block_tq1_0), 0x80);
+    const int R = TB_TRP8_ROWS;
+    const int64_t nb = n / QK_K, ng = (rows + R - 1) / R;
+    uint8_t t[QK_K], qs[QK_K / 4];
+    for (int64_t g = 0; g < ng; g++) {
+        tq2_0_grp8 *og = (tq2_0_grp8 *)out + g * nb;   // (nb)
+        const int kn = (int)TB_MIN(R, rows - g * R);
+        if (kn < R) memset(og, 0, (size_t)nb * sizeof *og);
+        for (int k = 0; k < kn; k++) {
+            const block_tq1_0 *x = (const block_tq1_0 *)((const uint8_t *)W + (size_t)(g * R + k) * ws);
+            for (int64_t i = 0; i < nb; i++) {
+                tq1_trits(&x[i], t);
+                for (int m = 0; m < QK_K / 4; m++) {
+                    const uint8_t *e = t + 128 * (m / 32) + m % 32;
+                    qs[m] = (uint8_t)(e[0] | e[32] << 2 | e[64] << 4 | e[96] << 6);
+                }
+                for (int c = 0; c < 16; c++) memcpy(&og[i].q[c][4 * k], &qs[4 * c], 4);
+                og[i].d[k] = x[i].d;
+            }
+        }
+    }
 }
 
 /* -(sum of the activation block's 256 codes): w = code - 1, so the offset
@@ -209,64 +220,6 @@ TB_INLINE void dot_tq2_0_grp8(int nt, const tq2_0_grp8 *G, int64_t nb, const blo
 }
 
 /* ---------------------------------------------------------------------- */
-/* TQ1_0                                                                    */
-/* ---------------------------------------------------------------------- */
-
-/* Activation byte offset of (chunk j, trit l) in the Q8_K block. */
-TB_INLINE int tq1_rp8_off(int j, int l) {
-    return j < 8 ? 32 * l + 4 * j : j < 12 ? 160 + 16 * l + 4 * (j - 8) : 240 + 4 * l;
-}
-
-/* As dot_tq2_0_grp8 for TQ1_0. A byte q's trit l is ((3^l q mod 256) * 3)
- * >> 8, i.e. [v >= 86] + [v >= 171] for v = 3^l q mod 256. The copy holds
- * v' = q XOR 0x80 = v + 128 (mod 256), and 3 v' = 3 v + 384 = v_{l+1} + 128
- * (mod 256), so the biased bytes follow the same x3 recurrence (two byte
- * adds) and the thresholds are two signed compares (v' > -43, v' > 42).
- * The trit 0 - m1 - m2 (0..2) is the unsigned vpmaddubsw operand. The
- * int16 sums are exact: a lane sums 64 vpmaddubsw of 2 products
- * |t y| <= 256 each, total in [-32768, 32512], and int16 adds wrap, so any
- * split into partial sums adds up to the exact value. */
-TB_INLINE void dot_tq1_0_grp8(int nt, const tq1_0_grp8 *G, int64_t nb, const block_q8_K *const *a,
-                              const int32_t *const *nsum, __m256 *out) {
-    __m256 acc[TB_TRP8_NT];
-    TB_UNROLL
-    for (int t = 0; t < TB_TRP8_NT; t++) acc[t] = _mm256_setzero_ps();
-    const __m256i lo = _mm256_set1_epi8(-43), hi = _mm256_set1_epi8(42), one = _mm256_set1_epi16(1);
-    for (int64_t i = 0; i < nb; i++) {
-        const tq1_0_grp8 *x = &G[i];
-        __m256i h[TB_TRP8_NT][2];   /* (16) i16 per token; nt == 1 alternates two */
-        TB_UNROLL
-        for (int t = 0; t < TB_TRP8_NT; t++) h[t][0] = h[t][1] = _mm256_setzero_si256();
-        _Pragma("GCC unroll 13")
-        for (int j = 0; j < 13; j++) {
-            __m256i v = loadu256(x->q[j]);
-            const int nl = j < 12 ? 5 : 4;
-            _Pragma("GCC unroll 5")
-            for (int l = 0; l < nl; l++) {
-                const __m256i m = _mm256_add_epi8(_mm256_cmpgt_epi8(v, lo), _mm256_cmpgt_epi8(v, hi));
-                const __m256i tr = _mm256_sub_epi8(_mm256_setzero_si256(), m);
-                const int off = tq1_rp8_off(j, l), u = nt == 1 ? (j + l) & 1 : 0;
-                TB_UNROLL
-                for (int t = 0; t < nt; t++) {
-                    h[t][u] = _mm256_add_epi16(h[t][u], _mm256_maddubs_epi16(tr, bcast8(a[t][i].qs + off)));
-                    TB_TRP8_CHAIN(h[t][u]);
-                }
-                if (l + 1 < nl) v = _mm256_add_epi8(_mm256_add_epi8(v, v), v);
-            }
-        }
-        const __m256 dx = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)x->d));   /* (8) */
-        TB_UNROLL
-        for (int t = 0; t < nt; t++) {
-            const __m256i hs = nt == 1 ? _mm256_add_epi16(h[t][0], h[t][1]) : h[t][0];
-            const __m256i p = _mm256_add_epi32(_mm256_madd_epi16(hs, one), _mm256_set1_epi32(nsum[t][i]));
-            acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_mul_ps(dx, _mm256_set1_ps(a[t][i].d)), acc[t]);
-        }
-    }
-    TB_UNROLL
-    for (int t = 0; t < nt; t++) out[t] = acc[t];
-}
-
-/* ---------------------------------------------------------------------- */
 /* matvec / gemm                                                            */
 /* ---------------------------------------------------------------------- */
 
@@ -322,6 +275,6 @@ TB_INLINE void dot_tq1_0_grp8(int nt, const tq1_0_grp8 *G, int64_t nb, const blo
     }
 
 TB_TRP8_KERNELS(tq2_0_rp8, TB_TYPE_TQ2_0, tq2_0_grp8, dot_tq2_0_grp8)
-TB_TRP8_KERNELS(tq1_0_rp8, TB_TYPE_TQ1_0, tq1_0_grp8, dot_tq1_0_grp8)
+TB_TRP8_KERNELS(tq1_0_rp8, TB_TYPE_TQ1_0, tq2_0_grp8, dot_tq2_0_grp8)   /* TQ1_0 repacked as 2-bit codes */
 
 #endif
