@@ -44,24 +44,59 @@ int cmd_probe(int threads, double *gbps) {
 /* bandwidth                                                                */
 /* ---------------------------------------------------------------------- */
 
+static int cmp_gbps(const void *a, const void *b) {
+    const double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* bandwidth [-t N] [-r R] [--json]: for 1..N threads, R probes (each the
+ * best of PROBE_REPS passes), taken round-robin over the thread counts so
+ * that each count sees the same moments of a machine whose bandwidth
+ * moves; the roofline is the best probe, printed with the spread. */
 int cmd_bandwidth(int argc, char **argv) {
-    int threads = 2;
+    int threads = 2, samples = 1;
+    bool json = false;
     for (int i = 1; i < argc; i++) {
+        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(argv[i], "--json")) { json = true; continue; }
         if (!strcmp(argv[i], "-t") || !strcmp(argv[i], "--threads")) {
-            if (cmd_arg_int(argv[0], argv[i], i + 1 < argc ? argv[i + 1] : NULL, 1, 64, &threads)) return 2;
-            i++;
+            if (cmd_arg_int(argv[0], argv[i], v, 1, 64, &threads)) return 2;
+        } else if (!strcmp(argv[i], "-r")) {
+            if (cmd_arg_int(argv[0], argv[i], v, 1, 1000, &samples)) return 2;
         } else {
-            fprintf(stderr, "usage: ternbench bandwidth [-t N]\n");
+            fprintf(stderr, "usage: ternbench bandwidth [-t N] [-r R] [--json]\n"
+                            "  -t N  1..N threads (default 2)\n"
+                            "  -r R  probes per thread count, round-robin (default 1); prints min/median/max\n");
             return 2;
         }
+        i++;
     }
-    printf("# read bandwidth, %zu MiB buffer, best of %d passes\n", PROBE_BYTES >> 20, PROBE_REPS);
-    printf("%-8s %10s\n", "threads", "GB/s");
+    double *g = malloc(sizeof(double) * (size_t)threads * (size_t)samples);   /* (threads, samples) */
+    if (!g) { fprintf(stderr, "ternbench bandwidth: out of memory\n"); return 1; }
+    for (int r = 0; r < samples; r++)
+        for (int t = 1; t <= threads; t++)
+            if (cmd_probe(t, &g[(size_t)(t - 1) * (size_t)samples + (size_t)r])) { free(g); return 1; }
+    if (!json) {
+        printf("# read bandwidth, %zu MiB buffer, best of %d passes per probe, %d probe(s) per thread count\n",
+               PROBE_BYTES >> 20, PROBE_REPS, samples);
+        printf("%-8s %10s", "threads", "GB/s");
+        if (samples > 1) printf(" %10s %10s %10s", "min", "median", "max");
+        printf("\n");
+    }
     for (int t = 1; t <= threads; t++) {
-        double g;
-        if (cmd_probe(t, &g)) return 1;
-        printf("%-8d %10.2f\n", t, g);
+        double *x = g + (size_t)(t - 1) * (size_t)samples;
+        qsort(x, (size_t)samples, sizeof *x, cmp_gbps);
+        const double med = samples % 2 ? x[samples / 2] : (x[samples / 2 - 1] + x[samples / 2]) / 2;
+        if (json)
+            printf("{\"threads\": %d, \"gbps\": %.3f, \"samples\": %d, \"min_gbps\": %.3f, \"median_gbps\": %.3f, "
+                   "\"max_gbps\": %.3f, \"buffer_bytes\": %zu, \"passes\": %d}\n", t, x[samples - 1], samples, x[0], med,
+                   x[samples - 1], PROBE_BYTES, PROBE_REPS);
+        else if (samples > 1)
+            printf("%-8d %10.2f %10.2f %10.2f %10.2f\n", t, x[samples - 1], x[0], med, x[samples - 1]);
+        else
+            printf("%-8d %10.2f\n", t, x[0]);
     }
+    free(g);
     return 0;
 }
 

@@ -17,7 +17,7 @@ static const struct {
     {"generate",   cmd_generate,   "-m F.gguf [-p TEXT] [-n N] ...  stream generated text or ids"},
     {"tokenize",   cmd_tokenize,   "-m F.gguf (--text T | --file F) [--ids-only]"},
     {"detokenize", cmd_detokenize, "-m F.gguf IDS...  ids back to text"},
-    {"bandwidth",  cmd_bandwidth,  "[-t N]  measure this machine's read bandwidth (the roofline)"},
+    {"bandwidth",  cmd_bandwidth,  "[-t N] [-r R] [--json]  this machine's read bandwidth (the roofline)"},
     {"kernels",    cmd_kernels,    "[--format F] [--isa I] [-t N]  per-format kernel throughput"},
     {"bench",      cmd_bench,      "-m F.gguf [-t N] [-p P] [-n N] [-r R] [--json]  quick prefill/decode benchmark"},
     {"run",        cmd_run,        "SCENARIO... [--db PATH] [--tag K=V]  run scenario files into SQLite"},

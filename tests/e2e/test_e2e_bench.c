@@ -4,8 +4,10 @@
  * with the fields the issue names, and numbers that agree with each other
  * (achieved GB/s = tok/s x bytes/token; the roofline median lies within its
  * per-rep range; every rep was bracketed by probes, so the bandwidth behind
- * the median is positive). Values are not timed against anything: only
- * their consistency is checked.
+ * the median is positive). Also `bench -m A -m B` (interleaved files and
+ * their paired comparison) and `bandwidth -r R --json` (best probe and its
+ * spread). Values are not timed against anything: only their consistency
+ * is checked.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -179,11 +181,40 @@ static void test_bench_compare(void **state) {
     e2e_res_free(&r);
 }
 
+/* bandwidth -r R --json: one object per thread count, in order, whose
+ * roofline is its best probe and whose spread is ordered; -r 0 is a usage
+ * error naming the option. */
+static void test_bandwidth_json(void **state) {
+    (void)state;
+    e2e_res_t r;
+    E2E_RUN(&r, E2E_NO_LIMIT, "bandwidth", "-t", "2", "-r", "3", "--json");
+    e2e_assert_clean(&r, "bandwidth --json");
+    if (r.status != 0) fail_msg("bandwidth: exit %d: %s", r.status, r.err);
+    const char *line = r.out;
+    for (int t = 1; t <= 2; t++) {
+        if (!line || !*line) fail_msg("bandwidth --json: %d objects expected: %s", 2, r.out);
+        assert_int_equal((int)num(line, "threads"), t);
+        assert_int_equal((int)num(line, "samples"), 3);
+        const double lo = num(line, "min_gbps"), med = num(line, "median_gbps"), hi = num(line, "max_gbps");
+        assert_true(lo > 0 && lo <= med && med <= hi && hi == num(line, "gbps"));
+        line = strchr(line, '\n');
+        line = line ? line + 1 : NULL;
+    }
+    if (line && *line) fail_msg("bandwidth --json: extra output: %s", line);
+    e2e_res_free(&r);
+
+    E2E_RUN(&r, E2E_NO_LIMIT, "bandwidth", "-r", "0");
+    assert_int_equal(r.status, 2);
+    e2e_assert_err_has(&r, "bandwidth -r 0", "-r", "1..1000", NULL);
+    e2e_res_free(&r);
+}
+
 int main(int argc, char **argv) {
     if (e2e_init(argc, argv, "bench") != 0) return 1;
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_bench_json),
         cmocka_unit_test(test_bench_compare),
+        cmocka_unit_test(test_bandwidth_json),
     };
     int failed = cmocka_run_group_tests(tests, NULL, NULL);
     e2e_cleanup();
