@@ -59,53 +59,53 @@ static size_t repack_bytes_tq1_0_8(size_t ws, int64_t rows) {
     return (size_t)((rows + TB_TRP8_ROWS - 1) / TB_TRP8_ROWS) * (ws / sizeof(block_tq1_0)) * sizeof(tq2_0_grp8);
 }
 
-/* TQ2_0 rows into groups of 8 (each file block's 16 code dwords to lane k
- * of the group block's chunks, d to d[k]). Missing rows of the last group
- * are zero bytes (d = 0: their lanes compute 0 and are never stored). Each
- * row is read once in order; its group's blocks are the only bytes written
- * meanwhile. */
-static void repack_tq2_0_8(const void *W, size_t ws, int64_t rows, int64_t n, void *out) {
+/* A file block's codes as TQ2_0's qs (element 128 (m / 32) + 32 l + m % 32
+ * in bits 2l of byte m): TQ2_0's own, or TQ1_0's trits (tq1_trits, the
+ * format's decoding) packed that way. */
+typedef void (*trp8_codes_fn)(const void *block, uint8_t *qs);
+
+static void codes_tq2_0(const void *block, uint8_t *qs) { memcpy(qs, ((const block_tq2_0 *)block)->qs, QK_K / 4); }
+
+static void codes_tq1_0(const void *block, uint8_t *qs) {
+    uint8_t t[QK_K];
+    tq1_trits(block, t);
+    for (int m = 0; m < QK_K / 4; m++) {
+        const uint8_t *e = t + 128 * (m / 32) + m % 32;
+        qs[m] = (uint8_t)(e[0] | e[32] << 2 | e[64] << 4 | e[96] << 6);
+    }
+}
+
+/* Rows of `bsize`-byte blocks (fp16 d last) into tq2_0_grp8 groups: each
+ * block's 16 code dwords to lane k of the group block's chunks, d to d[k].
+ * Missing rows of the last group are zero bytes (d = 0: their lanes
+ * compute 0 and are never stored). Each row is read once in order; its
+ * group's blocks are the only bytes written meanwhile. */
+TB_INLINE void repack_trp8(const void *W, size_t ws, int64_t rows, int64_t nb, void *out, size_t bsize,
+                           trp8_codes_fn codes) {
     const int R = TB_TRP8_ROWS;
-    const int64_t nb = n / QK_K, ng = (rows + R - 1) / R;
+    const int64_t ng = (rows + R - 1) / R;
+    uint8_t qs[QK_K / 4];
     for (int64_t g = 0; g < ng; g++) {
         tq2_0_grp8 *og = (tq2_0_grp8 *)out + g * nb;   // (nb)
         const int kn = (int)TB_MIN(R, rows - g * R);
         if (kn < R) memset(og, 0, (size_t)nb * sizeof *og);
         for (int k = 0; k < kn; k++) {
-            const block_tq2_0 *x = (const block_tq2_0 *)((const uint8_t *)W + (size_t)(g * R + k) * ws);
-            for (int64_t i = 0; i < nb; i++) {
-                for (int c = 0; c < 16; c++) memcpy(&og[i].q[c][4 * k], &x[i].qs[4 * c], 4);
-                og[i].d[k] = x[i].d;
+            const uint8_t *x = (const uint8_t *)W + (size_t)(g * R + k) * ws;   // (nb, bsize)
+            for (int64_t i = 0; i < nb; i++, x += bsize) {
+                codes(x, qs);
+                for (int c = 0; c < 16; c++) memcpy(&og[i].q[c][4 * k], &qs[4 * c], 4);
+                memcpy(&og[i].d[k], x + bsize - sizeof(tb_fp16_t), sizeof(tb_fp16_t));
             }
         }
     }
 }
 
-/* TQ1_0 rows into tq2_0_grp8 groups: each block's trits (tq1_trits, the
- * format's decoding) packed as TQ2_0 packs its codes (element
- * 128 (m / 32) + 32 l + m % 32 in bits 2l of byte m), then placed as
- * repack_tq2_0_8 places a TQ2_0 block. */
+static void repack_tq2_0_8(const void *W, size_t ws, int64_t rows, int64_t n, void *out) {
+    repack_trp8(W, ws, rows, n / QK_K, out, sizeof(block_tq2_0), codes_tq2_0);
+}
+
 static void repack_tq1_0_8(const void *W, size_t ws, int64_t rows, int64_t n, void *out) {
-    const int R = TB_TRP8_ROWS;
-    const int64_t nb = n / QK_K, ng = (rows + R - 1) / R;
-    uint8_t t[QK_K], qs[QK_K / 4];
-    for (int64_t g = 0; g < ng; g++) {
-        tq2_0_grp8 *og = (tq2_0_grp8 *)out + g * nb;   // (nb)
-        const int kn = (int)TB_MIN(R, rows - g * R);
-        if (kn < R) memset(og, 0, (size_t)nb * sizeof *og);
-        for (int k = 0; k < kn; k++) {
-            const block_tq1_0 *x = (const block_tq1_0 *)((const uint8_t *)W + (size_t)(g * R + k) * ws);
-            for (int64_t i = 0; i < nb; i++) {
-                tq1_trits(&x[i], t);
-                for (int m = 0; m < QK_K / 4; m++) {
-                    const uint8_t *e = t + 128 * (m / 32) + m % 32;
-                    qs[m] = (uint8_t)(e[0] | e[32] << 2 | e[64] << 4 | e[96] << 6);
-                }
-                for (int c = 0; c < 16; c++) memcpy(&og[i].q[c][4 * k], &qs[4 * c], 4);
-                og[i].d[k] = x[i].d;
-            }
-        }
-    }
+    repack_trp8(W, ws, rows, n / QK_K, out, sizeof(block_tq1_0), codes_tq1_0);
 }
 
 /* -(sum of the activation block's 256 codes): w = code - 1, so the offset
