@@ -112,6 +112,14 @@ static const struct { int64_t rows, cols; } shapes[] = {
 #define GEMM_TOK 64
 #define MIN_COPY_BYTES ((size_t)256 << 20)   /* cycle weight copies beyond the LLC */
 #define TIME_BUDGET_NS 250000000ull          /* per (format, shape), all tiers     */
+#define MAX_SAMPLES 1000
+
+typedef struct {
+    int threads;
+    int64_t rows, cols;      /* --shape: one shape (matvec and gemm), else 0 */
+    bool json;
+    double bw;               /* the probe: GB/s */
+} kernels_opts_t;
 
 /* Fill `bytes` of a weight buffer with rows quantized from random data:
  * 64 distinct rows, repeated (quantizing 300M elements would take long). */
@@ -135,110 +143,141 @@ static int fill_weights(tb_type_t t, int64_t cols, uint8_t *dst, size_t bytes) {
     return TB_OK;
 }
 
-static int run_kernels_format(tb_type_t t, const tb_isa_t *tiers, int n_tiers, tb_pool_t *pool,
-                              double bw) {
+static int cmp_u64(const void *a, const void *b) {
+    const uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* One line (or JSON object) for a tier's samples ns[0..n) of one shape:
+ * the best and the median time; `work` is bytes (matvec: GB/s, % of the
+ * probe) or operations (gemm: GOP/s). Sorts ns. */
+static void kernels_report(const kernels_opts_t *o, tb_type_t t, tb_isa_t tier, bool gemm, int64_t rows,
+                           int64_t cols, uint64_t *ns, int n, double work) {
+    qsort(ns, (size_t)n, sizeof *ns, cmp_u64);
+    const double best = (double)ns[0], med = n % 2 ? (double)ns[n / 2] : (ns[n / 2 - 1] + ns[n / 2]) / 2.0;
+    if (o->json) {
+        printf("{\"format\": \"%s\", \"isa\": \"%s\", \"kind\": \"%s\", \"rows\": %lld, \"cols\": %lld, "
+               "\"tokens\": %d, \"threads\": %d, \"reps\": %d, \"best_us\": %.3f, \"median_us\": %.3f, ",
+               tb_type_name(t), tb_isa_name(tier), gemm ? "gemm" : "matvec", (long long)rows, (long long)cols,
+               gemm ? GEMM_TOK : 1, o->threads, n, best / 1e3, med / 1e3);
+        if (gemm) printf("\"gops\": %.3f, \"median_gops\": %.3f}\n", work / best, work / med);
+        else printf("\"gbps\": %.3f, \"median_gbps\": %.3f, \"roofline_pct\": %.2f, \"bandwidth_gbps\": %.3f}\n",
+                    work / best, work / med, 100.0 * work / best / o->bw, o->bw);
+    } else if (gemm) {
+        printf("%-6s %-8s gemm   %6lldx%-5lld x %d tok %9.1f us %8.1f GOP/s (median %.1f)\n", tb_type_name(t),
+               tb_isa_name(tier), (long long)rows, (long long)cols, GEMM_TOK, best / 1e3, work / best, work / med);
+    } else {
+        printf("%-6s %-8s matvec %6lldx%-5lld %9.1f us %8.2f GB/s %6.1f %% (median %.2f GB/s)\n", tb_type_name(t),
+               tb_isa_name(tier), (long long)rows, (long long)cols, best / 1e3, work / best,
+               100.0 * work / best / o->bw, work / med);
+    }
+}
+
+/* Weights of type t (rows x cols, `copies` matrices cycled so that reads
+ * come from memory) prepared for every tier, as the model's are. */
+static int kernels_setup(tb_type_t t, int64_t rows, int64_t cols, int copies, const tb_isa_t *tiers,
+                         int n_tiers, tb_weights_t **pw) {
+    const size_t wbytes = tb_type_row_bytes(t, cols) * (size_t)rows;
+    uint8_t *W = malloc(wbytes * (size_t)copies);              // (copies, rows, cols)
+    int bad = !W || fill_weights(t, cols, W, wbytes * (size_t)copies);
+    for (int k = 0; k < n_tiers && !bad; k++) {
+        tb_isa_set(tiers[k]);
+        bad = tb_weights_new(t, W, rows, cols, copies, &pw[k]) != TB_OK;
+    }
+    free(W);
+    if (!bad) return 0;
+    fprintf(stderr, "ternbench kernels: cannot set up %s %lldx%lld: %s\n", tb_type_name(t), (long long)rows,
+            (long long)cols, tb_last_error());
+    for (int k = 0; k < n_tiers; k++) { tb_weights_free(pw[k]); pw[k] = NULL; }
+    return 1;
+}
+
+/* Decode-shaped matvecs (bytes streamed per second) and a prefill-shaped
+ * gemm (operations per second, 2 per multiply-add) of format t, the tiers
+ * interleaved rep by rep (rep 0 is a warm-up), within TIME_BUDGET_NS. */
+static int run_kernels_format(const kernels_opts_t *o, tb_type_t t, const tb_isa_t *tiers, int n_tiers,
+                              tb_pool_t *pool) {
     const int64_t blk = tb_type_block_elems(t);
-    /* decode-shaped matvecs: bytes streamed per second */
-    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
-        int64_t rows = shapes[s].rows, cols = shapes[s].cols;
+    uint64_t *ns = malloc(sizeof(uint64_t) * 8 * MAX_SAMPLES);   /* (tier, sample) */
+    if (!ns) { fprintf(stderr, "ternbench kernels: out of memory\n"); return 1; }
+    const size_t n_shapes = o->rows ? 1 : sizeof shapes / sizeof shapes[0];
+    for (size_t s = 0; s < n_shapes; s++) {
+        const int64_t rows = o->rows ? o->rows : shapes[s].rows, cols = o->rows ? o->cols : shapes[s].cols;
         if (cols % blk) continue;
-        size_t wbytes = tb_type_row_bytes(t, cols) * (size_t)rows;
-        int copies = (int)((MIN_COPY_BYTES + wbytes - 1) / wbytes);
-        uint8_t *W = malloc(wbytes * (size_t)copies);              // (copies, rows, cols)
-        float *x = malloc(sizeof(float) * (size_t)cols), *y = malloc(sizeof(float) * (size_t)rows);
+        const size_t wbytes = tb_type_row_bytes(t, cols) * (size_t)rows;
+        const int copies = (int)((MIN_COPY_BYTES + wbytes - 1) / wbytes);
         tb_weights_t *pw[8] = {NULL};   /* per tier: prepared as the model's (huge pages, repacked) */
-        int bad = !W || !x || !y || fill_weights(t, cols, W, wbytes * (size_t)copies);
-        for (int k = 0; k < n_tiers && !bad; k++) {
-            tb_isa_set(tiers[k]);
-            bad = tb_weights_new(t, W, rows, cols, copies, &pw[k]) != TB_OK;
-        }
-        free(W);
-        if (bad) {
-            fprintf(stderr, "ternbench kernels: cannot set up %s %lldx%lld: %s\n", tb_type_name(t),
-                    (long long)rows, (long long)cols, tb_last_error());
-            for (int k = 0; k < n_tiers; k++) tb_weights_free(pw[k]);
-            free(x); free(y);
-            return 1;
-        }
+        float *x = malloc(sizeof(float) * (size_t)cols), *y = malloc(sizeof(float) * (size_t)rows);
+        if (!x || !y || kernels_setup(t, rows, cols, copies, tiers, n_tiers, pw)) { free(x); free(y); free(ns); return 1; }
         for (int64_t j = 0; j < cols; j++) x[j] = (float)((j * 7919) % 2001 - 1000) / 1000.0f;
-        uint64_t best[8];
-        for (int k = 0; k < n_tiers; k++) best[k] = UINT64_MAX;
-        uint64_t t_end = tb_now_ns() + TIME_BUDGET_NS;
-        int c = 0;
-        for (int rep = 0; rep < 3 || (tb_now_ns() < t_end && rep < 1000); rep++) {
+        const uint64_t t_end = tb_now_ns() + TIME_BUDGET_NS;
+        int n = 0, c = 0;
+        for (int rep = 0; rep < 4 || (tb_now_ns() < t_end && rep <= MAX_SAMPLES); rep++, n += rep > 1)
             for (int k = 0; k < n_tiers; k++) {   /* interleaved tiers */
                 tb_isa_set(tiers[k]);
-                uint64_t t0 = tb_now_ns();
+                const uint64_t t0 = tb_now_ns();
                 tb_weights_matvec(pool, pw[k], c, x, y);
-                uint64_t dt = tb_now_ns() - t0;
-                if (rep > 0 && dt < best[k]) best[k] = dt;   /* rep 0: warm-up */
+                const uint64_t dt = tb_now_ns() - t0;
+                if (rep > 0) ns[k * MAX_SAMPLES + rep - 1] = dt;
                 c = (c + 1) % copies;
             }
-        }
-        for (int k = 0; k < n_tiers; k++) {
-            double gbs = (double)wbytes / (double)best[k];
-            printf("%-6s %-8s matvec %6lldx%-5lld %9.1f us %8.2f GB/s %6.1f %%\n", tb_type_name(t),
-                   tb_isa_name(tiers[k]), (long long)rows, (long long)cols, best[k] / 1e3, gbs,
-                   100.0 * gbs / bw);
-        }
+        for (int k = 0; k < n_tiers; k++) kernels_report(o, t, tiers[k], false, rows, cols, ns + k * MAX_SAMPLES, n, (double)wbytes);
         for (int k = 0; k < n_tiers; k++) tb_weights_free(pw[k]);
         free(x); free(y);
     }
-    /* prefill-shaped gemm: operations per second (2 per multiply-add) */
-    if (GEMM_COLS % blk == 0) {
-        size_t wbytes = tb_type_row_bytes(t, GEMM_COLS) * GEMM_ROWS;
-        uint8_t *W = malloc(wbytes);                                          // (rows, cols)
-        float *X = malloc(sizeof(float) * GEMM_TOK * GEMM_COLS);              // (tok, cols)
-        float *Y = malloc(sizeof(float) * GEMM_TOK * GEMM_ROWS);              // (tok, rows)
+    const int64_t grows = o->rows ? o->rows : GEMM_ROWS, gcols = o->rows ? o->cols : GEMM_COLS;
+    if (gcols % blk == 0) {
+        float *X = malloc(sizeof(float) * GEMM_TOK * (size_t)gcols);   // (tok, cols)
+        float *Y = malloc(sizeof(float) * GEMM_TOK * (size_t)grows);   // (tok, rows)
         tb_weights_t *pw[8] = {NULL};
-        int bad = !W || !X || !Y || fill_weights(t, GEMM_COLS, W, wbytes);
-        for (int k = 0; k < n_tiers && !bad; k++) {
-            tb_isa_set(tiers[k]);
-            bad = tb_weights_new(t, W, GEMM_ROWS, GEMM_COLS, 1, &pw[k]) != TB_OK;
-        }
-        free(W);
-        if (bad) {
-            for (int k = 0; k < n_tiers; k++) tb_weights_free(pw[k]);
-            free(X); free(Y);
-            return 1;
-        }
-        for (int64_t j = 0; j < GEMM_TOK * GEMM_COLS; j++) X[j] = (float)((j * 7919) % 2001 - 1000) / 1000.0f;
-        uint64_t best[8];
-        for (int k = 0; k < n_tiers; k++) best[k] = UINT64_MAX;
-        uint64_t t_end = tb_now_ns() + TIME_BUDGET_NS;
-        for (int rep = 0; rep < 2 || (tb_now_ns() < t_end && rep < 200); rep++)
+        if (!X || !Y || kernels_setup(t, grows, gcols, 1, tiers, n_tiers, pw)) { free(X); free(Y); free(ns); return 1; }
+        for (int64_t j = 0; j < GEMM_TOK * gcols; j++) X[j] = (float)((j * 7919) % 2001 - 1000) / 1000.0f;
+        const uint64_t t_end = tb_now_ns() + TIME_BUDGET_NS;
+        int n = 0;
+        for (int rep = 0; rep < 3 || (tb_now_ns() < t_end && rep <= 200); rep++, n += rep > 1)
             for (int k = 0; k < n_tiers; k++) {
                 tb_isa_set(tiers[k]);
-                uint64_t t0 = tb_now_ns();
+                const uint64_t t0 = tb_now_ns();
                 tb_weights_matmul(pool, pw[k], 0, X, GEMM_TOK, Y);
-                uint64_t dt = tb_now_ns() - t0;
-                if (rep > 0 && dt < best[k]) best[k] = dt;
+                const uint64_t dt = tb_now_ns() - t0;
+                if (rep > 0) ns[k * MAX_SAMPLES + rep - 1] = dt;
             }
         for (int k = 0; k < n_tiers; k++)
-            printf("%-6s %-8s gemm   %6dx%-5d x %d tok %9.1f us %8.1f GOP/s\n", tb_type_name(t),
-                   tb_isa_name(tiers[k]), GEMM_ROWS, GEMM_COLS, GEMM_TOK, best[k] / 1e3,
-                   2.0 * GEMM_ROWS * GEMM_COLS * GEMM_TOK / (double)best[k]);
+            kernels_report(o, t, tiers[k], true, grows, gcols, ns + k * MAX_SAMPLES, n, 2.0 * (double)grows * (double)gcols * GEMM_TOK);
         for (int k = 0; k < n_tiers; k++) tb_weights_free(pw[k]);
         free(X); free(Y);
     }
+    free(ns);
     return 0;
 }
 
 int cmd_kernels(int argc, char **argv) {
     static const tb_type_t all[] = {TB_TYPE_TQ2_0, TB_TYPE_TQ1_0, TB_TYPE_Q4_0, TB_TYPE_Q8_0,
                                     TB_TYPE_Q4_K, TB_TYPE_Q6_K, TB_TYPE_F16, TB_TYPE_BF16, TB_TYPE_F32};
-    int threads = 2;
+    kernels_opts_t o = {.threads = 2};
     const char *fmt = NULL, *isa = NULL;
     for (int i = 1; i < argc; i++) {
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(argv[i], "--json")) { o.json = true; continue; }
         if (!strcmp(argv[i], "-t") || !strcmp(argv[i], "--threads")) {
-            if (cmd_arg_int(argv[0], argv[i], v, 1, 64, &threads)) return 2;
+            if (cmd_arg_int(argv[0], argv[i], v, 1, 64, &o.threads)) return 2;
         } else if (!strcmp(argv[i], "--format") && v) {
             fmt = v;
         } else if (!strcmp(argv[i], "--isa") && v) {
             isa = v;
+        } else if (!strcmp(argv[i], "--shape") && v) {
+            long long r, c;
+            char tail;
+            if (sscanf(v, "%lldx%lld%c", &r, &c, &tail) != 2 || r < 1 || c < 1 || r > (1 << 20) || c > (1 << 20)) {
+                fprintf(stderr, "ternbench kernels: --shape expects ROWSxCOLS (each 1..1048576), got '%s'\n", v);
+                return 2;
+            }
+            o.rows = r;
+            o.cols = c;
         } else {
-            fprintf(stderr, "usage: ternbench kernels [--format F] [--isa I] [-t N]\n");
+            fprintf(stderr, "usage: ternbench kernels [--format F] [--isa I] [-t N] [--shape RxC] [--json]\n"
+                            "  --shape RxC  one matvec shape (and the gemm on it) instead of the decode set\n"
+                            "  --json       one object per (format, tier, kind, shape), best and median\n");
             return 2;
         }
         i++;
@@ -275,17 +314,27 @@ int cmd_kernels(int argc, char **argv) {
             if (tb_isa_set((tb_isa_t)k) == TB_OK && k <= (int)start) tiers[n_tiers++] = (tb_isa_t)k;
         if (!n_tiers) tiers[n_tiers++] = start;
     }
-    double bw;
-    if (cmd_probe(threads, &bw)) return 1;
+    if (o.rows && !fmt) {
+        fprintf(stderr, "ternbench kernels: --shape needs --format\n");
+        return 2;
+    }
+    if (o.rows && o.cols % tb_type_block_elems(types[0])) {
+        fprintf(stderr, "ternbench kernels: --shape %lldx%lld: %s rows need a multiple of %lld columns\n",
+                (long long)o.rows, (long long)o.cols, tb_type_name(types[0]), (long long)tb_type_block_elems(types[0]));
+        return 2;
+    }
+    if (cmd_probe(o.threads, &o.bw)) return 1;
     tb_pool_t *pool;
-    if (tb_pool_new(threads, &pool) != TB_OK) {
+    if (tb_pool_new(o.threads, &pool) != TB_OK) {
         fprintf(stderr, "ternbench kernels: %s\n", tb_last_error());
         return 1;
     }
-    printf("# %d thread(s), read bandwidth %.2f GB/s (probe), best tier %s [%s]\n", threads, bw,
-           tb_isa_name(tb_isa_best()), (tb_isa_set(tb_isa_best()), tb_isa_features()));
+    if (!o.json)
+        printf("# %d thread(s), read bandwidth %.2f GB/s (probe), best tier %s [%s]; tiers interleaved, best of the "
+               "reps (median in brackets)\n", o.threads, o.bw, tb_isa_name(tb_isa_best()),
+               (tb_isa_set(tb_isa_best()), tb_isa_features()));
     int rc = 0;
-    for (int i = 0; i < n_types && !rc; i++) rc = run_kernels_format(types[i], tiers, n_tiers, pool, bw);
+    for (int i = 0; i < n_types && !rc; i++) rc = run_kernels_format(&o, types[i], tiers, n_tiers, pool);
     tb_pool_free(pool);
     tb_isa_set(start);
     return rc;

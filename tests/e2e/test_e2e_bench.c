@@ -5,8 +5,8 @@
  * (achieved GB/s = tok/s x bytes/token; the roofline median lies within its
  * per-rep range; every rep was bracketed by probes, so the bandwidth behind
  * the median is positive). Also `bench -m A -m B` (interleaved files and
- * their paired comparison) and `bandwidth -r R --json` (best probe and its
- * spread). Values are not timed against anything: only their consistency
+ * their paired comparison), `bandwidth -r R --json` (best probe and its
+ * spread) and `kernels --shape --json`. Values are not timed against anything: only their consistency
  * is checked.
  */
 #include <stdarg.h>
@@ -209,12 +209,58 @@ static void test_bandwidth_json(void **state) {
     e2e_res_free(&r);
 }
 
+/* kernels --shape --json: one matvec and one gemm object for the shape,
+ * best no slower than median, throughput = work / best time; bad shapes
+ * are usage errors. */
+static void test_kernels_json(void **state) {
+    (void)state;
+    e2e_res_t r;
+    E2E_RUN(&r, E2E_NO_LIMIT, "kernels", "--format", "q8_0", "--isa", "generic", "--shape", "16x256", "-t", "1",
+            "--json");
+    e2e_assert_clean(&r, "kernels --json");
+    if (r.status != 0) fail_msg("kernels: exit %d: %s", r.status, r.err);
+    const char *mv = r.out, *gm = strchr(r.out, '\n');
+    if (!gm) fail_msg("kernels --json: one line only: %s", r.out);
+    gm++;
+    char got[64];
+    for (int i = 0; i < 2; i++) {
+        const char *o = i ? gm : mv;
+        str(o, "format", got, sizeof got);
+        assert_string_equal(got, "q8_0");
+        str(o, "isa", got, sizeof got);
+        assert_string_equal(got, "generic");
+        str(o, "kind", got, sizeof got);
+        assert_string_equal(got, i ? "gemm" : "matvec");
+        assert_int_equal((int)num(o, "rows"), 16);
+        assert_int_equal((int)num(o, "cols"), 256);
+        assert_true(num(o, "reps") >= 2 && num(o, "best_us") > 0 && num(o, "best_us") <= num(o, "median_us"));
+    }
+    /* 16 rows of 256 Q8_0 weights: 16 x 8 blocks of 34 bytes */
+    const double mbytes = 16.0 * 8 * 34, gops = 2.0 * 16 * 256 * num(gm, "tokens");
+    assert_true(fabs(num(mv, "gbps") * num(mv, "best_us") * 1e3 - mbytes) < 1e-2 * mbytes);
+    assert_true(num(mv, "gbps") >= num(mv, "median_gbps"));
+    assert_true(fabs(num(gm, "gops") * num(gm, "best_us") * 1e3 - gops) < 1e-2 * gops);
+    if (strchr(gm, '\n')[1] != '\0') fail_msg("kernels --json: more than two objects: %s", r.out);
+    e2e_res_free(&r);
+
+    static const char *const bad[][3] = {{"--format", "q8_0", "16x"}, {"--format", "q8_0", "16x100"},
+                                         {"--isa", "generic", "16x256"}};
+    static const char *const why[] = {"ROWSxCOLS", "multiple of 32", "needs --format"};
+    for (int i = 0; i < 3; i++) {
+        E2E_RUN(&r, E2E_NO_LIMIT, "kernels", bad[i][0], bad[i][1], "--shape", bad[i][2]);
+        assert_int_equal(r.status, 2);
+        e2e_assert_err_has(&r, "kernels --shape", why[i], NULL);
+        e2e_res_free(&r);
+    }
+}
+
 int main(int argc, char **argv) {
     if (e2e_init(argc, argv, "bench") != 0) return 1;
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_bench_json),
         cmocka_unit_test(test_bench_compare),
         cmocka_unit_test(test_bandwidth_json),
+        cmocka_unit_test(test_kernels_json),
     };
     int failed = cmocka_run_group_tests(tests, NULL, NULL);
     e2e_cleanup();
