@@ -367,7 +367,8 @@ static int var_open(bench_var_t *v, const bench_opts_t *o, const tb_session_para
     if (!rc) rc = tb_model_get_info(v->m, &v->info);
     if (!rc) rc = tb_model_bytes_per_token(v->m, o->ctx + o->n_gen / 2, sp->kv_type, &v->bpt);
     if (!rc) rc = tb_session_new(v->m, sp, &v->s);
-    if (rc) fprintf(stderr, "ternbench bench: %s: %s\n", v->path, tb_last_error());
+    if (rc && strstr(tb_last_error(), v->path)) fprintf(stderr, "ternbench bench: %s\n", tb_last_error());
+    else if (rc) fprintf(stderr, "ternbench bench: %s: %s\n", v->path, tb_last_error());
     return rc;
 }
 

@@ -179,7 +179,12 @@ static int kernels_setup(tb_type_t t, int64_t rows, int64_t cols, int copies, co
                          int n_tiers, tb_weights_t **pw) {
     const size_t wbytes = tb_type_row_bytes(t, cols) * (size_t)rows;
     uint8_t *W = malloc(wbytes * (size_t)copies);              // (copies, rows, cols)
-    int bad = !W || fill_weights(t, cols, W, wbytes * (size_t)copies);
+    if (!W) {
+        fprintf(stderr, "ternbench kernels: %s %lldx%lld: out of memory for %zu bytes of weights\n", tb_type_name(t),
+                (long long)rows, (long long)cols, wbytes * (size_t)copies);
+        return 1;
+    }
+    int bad = fill_weights(t, cols, W, wbytes * (size_t)copies);
     for (int k = 0; k < n_tiers && !bad; k++) {
         tb_isa_set(tiers[k]);
         bad = tb_weights_new(t, W, rows, cols, copies, &pw[k]) != TB_OK;
