@@ -90,17 +90,6 @@ static int time_eval(tb_session_t *s, int32_t n_vocab, int depth, int n, bool ba
     return rc;
 }
 
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-/* Median of x (n > 0), sorting it in place. */
-static double median_inplace(double *x, int n) {
-    qsort(x, (size_t)n, sizeof *x, cmp_double);
-    return n % 2 ? x[n / 2] : (x[n / 2 - 1] + x[n / 2]) / 2;
-}
-
 static double test_bytes(const bench_var_t *v, bool batch, int n) {
     /* prefill reads every weight once per batch: bytes/token = weights / P */
     return batch ? (double)v->info.weight_bytes / n : (double)v->bpt.total;
@@ -154,11 +143,11 @@ static int bench_test(bench_var_t *v, int nv, const bench_opts_t *o, bool batch,
         r->tps_stddev = sum.stddev;
         r->bytes_per_token = test_bytes(&v[k], batch, n);
         r->gbps = sum.median * r->bytes_per_token / 1e9;
-        r->bw_median = median_inplace(roof + (size_t)k * (size_t)R, R);
-        double *p = pct + (size_t)k * (size_t)R;
-        r->roofline_pct = median_inplace(p, R);
-        r->roofline_pct_min = p[0];
-        r->roofline_pct_max = p[R - 1];
+        r->bw_median = tb_stats_median(roof + (size_t)k * (size_t)R, (size_t)R);
+        tb_stats_summarize(pct + (size_t)k * (size_t)R, (size_t)R, &sum);
+        r->roofline_pct = sum.median;
+        r->roofline_pct_min = sum.min;
+        r->roofline_pct_max = sum.max;
     }
     free(buf);
     return rc;
@@ -190,9 +179,11 @@ static int ratio_of(const double *a, const double *b, int R, bench_ratio_t *out)
         r[i] = b[i] / a[i];
         out->faster += b[i] > a[i];
     }
-    out->median = median_inplace(r, R);
-    out->min = r[0];
-    out->max = r[R - 1];
+    tb_stats_summary_t sum;
+    tb_stats_summarize(r, (size_t)R, &sum);
+    out->median = sum.median;
+    out->min = sum.min;
+    out->max = sum.max;
     out->sign_p = sign_test_p(out->faster, R);
     free(r);
     return TB_OK;

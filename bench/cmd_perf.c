@@ -8,6 +8,7 @@
  * interleaved repetition by repetition.
  */
 #include "commands.h"
+#include "stats.h"
 #include "ternbench.h"
 
 #include <math.h>
@@ -44,11 +45,6 @@ int cmd_probe(int threads, double *gbps) {
 /* bandwidth                                                                */
 /* ---------------------------------------------------------------------- */
 
-static int cmp_gbps(const void *a, const void *b) {
-    const double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
 /* bandwidth [-t N] [-r R] [--json]: for 1..N threads, R probes (each the
  * best of PROBE_REPS passes), taken round-robin over the thread counts so
  * that each count sees the same moments of a machine whose bandwidth
@@ -84,17 +80,16 @@ int cmd_bandwidth(int argc, char **argv) {
         printf("\n");
     }
     for (int t = 1; t <= threads; t++) {
-        double *x = g + (size_t)(t - 1) * (size_t)samples;
-        qsort(x, (size_t)samples, sizeof *x, cmp_gbps);
-        const double med = samples % 2 ? x[samples / 2] : (x[samples / 2 - 1] + x[samples / 2]) / 2;
+        tb_stats_summary_t x;
+        tb_stats_summarize(g + (size_t)(t - 1) * (size_t)samples, (size_t)samples, &x);
         if (json)
             printf("{\"threads\": %d, \"gbps\": %.3f, \"samples\": %d, \"min_gbps\": %.3f, \"median_gbps\": %.3f, "
-                   "\"max_gbps\": %.3f, \"buffer_bytes\": %zu, \"passes\": %d}\n", t, x[samples - 1], samples, x[0], med,
-                   x[samples - 1], PROBE_BYTES, PROBE_REPS);
+                   "\"max_gbps\": %.3f, \"buffer_bytes\": %zu, \"passes\": %d}\n", t, x.max, samples, x.min, x.median,
+                   x.max, PROBE_BYTES, PROBE_REPS);
         else if (samples > 1)
-            printf("%-8d %10.2f %10.2f %10.2f %10.2f\n", t, x[samples - 1], x[0], med, x[samples - 1]);
+            printf("%-8d %10.2f %10.2f %10.2f %10.2f\n", t, x.max, x.min, x.median, x.max);
         else
-            printf("%-8d %10.2f\n", t, x[0]);
+            printf("%-8d %10.2f\n", t, x.max);
     }
     free(g);
     return 0;
@@ -143,18 +138,14 @@ static int fill_weights(tb_type_t t, int64_t cols, uint8_t *dst, size_t bytes) {
     return TB_OK;
 }
 
-static int cmp_u64(const void *a, const void *b) {
-    const uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return x < y ? -1 : x > y;
-}
-
 /* One line (or JSON object) for a tier's samples ns[0..n) of one shape:
  * the best and the median time; `work` is bytes (matvec: GB/s, % of the
- * probe) or operations (gemm: GOP/s). Sorts ns. */
+ * probe) or operations (gemm: GOP/s). */
 static void kernels_report(const kernels_opts_t *o, tb_type_t t, tb_isa_t tier, bool gemm, int64_t rows,
-                           int64_t cols, uint64_t *ns, int n, double work) {
-    qsort(ns, (size_t)n, sizeof *ns, cmp_u64);
-    const double best = (double)ns[0], med = n % 2 ? (double)ns[n / 2] : (ns[n / 2 - 1] + ns[n / 2]) / 2.0;
+                           int64_t cols, const double *ns, int n, double work) {
+    tb_stats_summary_t sum;
+    tb_stats_summarize(ns, (size_t)n, &sum);
+    const double best = sum.min, med = sum.median;
     if (o->json) {
         printf("{\"format\": \"%s\", \"isa\": \"%s\", \"kind\": \"%s\", \"rows\": %lld, \"cols\": %lld, "
                "\"tokens\": %d, \"threads\": %d, \"reps\": %d, \"best_us\": %.3f, \"median_us\": %.3f, ",
@@ -203,7 +194,7 @@ static int kernels_setup(tb_type_t t, int64_t rows, int64_t cols, int copies, co
 static int run_kernels_format(const kernels_opts_t *o, tb_type_t t, const tb_isa_t *tiers, int n_tiers,
                               tb_pool_t *pool) {
     const int64_t blk = tb_type_block_elems(t);
-    uint64_t *ns = malloc(sizeof(uint64_t) * 8 * MAX_SAMPLES);   /* (tier, sample) */
+    double *ns = malloc(sizeof(double) * 8 * MAX_SAMPLES);   /* (tier, sample): ns per call */
     if (!ns) { fprintf(stderr, "ternbench kernels: out of memory\n"); return 1; }
     const size_t n_shapes = o->rows ? 1 : sizeof shapes / sizeof shapes[0];
     for (size_t s = 0; s < n_shapes; s++) {
@@ -223,7 +214,7 @@ static int run_kernels_format(const kernels_opts_t *o, tb_type_t t, const tb_isa
                 const uint64_t t0 = tb_now_ns();
                 tb_weights_matvec(pool, pw[k], c, x, y);
                 const uint64_t dt = tb_now_ns() - t0;
-                if (rep > 0) ns[k * MAX_SAMPLES + rep - 1] = dt;
+                if (rep > 0) ns[k * MAX_SAMPLES + rep - 1] = (double)dt;
                 c = (c + 1) % copies;
             }
         for (int k = 0; k < n_tiers; k++) kernels_report(o, t, tiers[k], false, rows, cols, ns + k * MAX_SAMPLES, n, (double)wbytes);
@@ -245,7 +236,7 @@ static int run_kernels_format(const kernels_opts_t *o, tb_type_t t, const tb_isa
                 const uint64_t t0 = tb_now_ns();
                 tb_weights_matmul(pool, pw[k], 0, X, GEMM_TOK, Y);
                 const uint64_t dt = tb_now_ns() - t0;
-                if (rep > 0) ns[k * MAX_SAMPLES + rep - 1] = dt;
+                if (rep > 0) ns[k * MAX_SAMPLES + rep - 1] = (double)dt;
             }
         for (int k = 0; k < n_tiers; k++)
             kernels_report(o, t, tiers[k], true, grows, gcols, ns + k * MAX_SAMPLES, n, 2.0 * (double)grows * (double)gcols * GEMM_TOK);
