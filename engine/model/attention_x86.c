@@ -28,7 +28,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "model/x86_exp.h"     /* T512, T256, INLINE, exp16, exp8 */
+#include "model/x86_exp.h"     /* T512, T256, INLINE, exp16, exp8, mask16, mask8 */
 /* Software prefetch. The K tiles and V rows of a kv head are linear
  * streams the hardware prefetchers follow: measured (/tmp microbench,
  * maple-preview shape, 24 layers at depth 512, KV evicted between layers,
@@ -174,7 +174,7 @@ T512 void tb_att_wsum_avx512(const void *V, bool f16, const float *p, int64_t ld
 
 T512 void tb_att_softmax_avx512(float *x, int n, float scale) {
     const int nf = n & ~15;
-    const __mmask16 mt = (__mmask16)((1u << (n - nf)) - 1);        /* tail lanes */
+    const __mmask16 mt = mask16(n - nf);                           /* tail lanes */
     __m512 mx = _mm512_set1_ps(-INFINITY);
     for (int i = 0; i < nf; i += 16) mx = _mm512_max_ps(_mm512_loadu_ps(x + i), mx);
     if (mt) mx = _mm512_mask_max_ps(mx, mt, _mm512_maskz_loadu_ps(mt, x + nf), mx);
@@ -209,7 +209,7 @@ T512 void tb_att_to_f16_avx512(const float *x, uint16_t *h, int n) {
     for (; i + 16 <= n; i += 16)
         _mm256_storeu_si256((__m256i *)(h + i), _mm512_cvtps_ph(_mm512_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT));
     if (i < n) {
-        const __mmask16 m = (__mmask16)((1u << (n - i)) - 1);
+        const __mmask16 m = mask16(n - i);
         _mm256_mask_storeu_epi16(h + i, m, _mm512_cvtps_ph(_mm512_maskz_loadu_ps(m, x + i), _MM_FROUND_TO_NEAREST_INT));
     }
 }
@@ -348,11 +348,6 @@ T256 void tb_att_to_f16_avx2(const float *x, uint16_t *h, int n) {
         _mm_storeu_si128((__m128i *)o, _mm256_cvtps_ph(_mm256_loadu_ps(b), _MM_FROUND_TO_NEAREST_INT));
         memcpy(h + i, o, (size_t)(n - i) * sizeof *o);
     }
-}
-
-/* Lanes [0, k) of 8 set (k in 0..8). */
-T256 INLINE __m256i mask8(int k) {
-    return _mm256_cmpgt_epi32(_mm256_set1_epi32(k), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
 }
 
 T256 INLINE float hsum8(__m256 s) {

@@ -260,7 +260,7 @@ typedef struct place_region {
     int first;                /* index into the weight list          */
     bool pair;                /* first and first + 1, interleaved    */
     size_t bytes;             /* sz[first] (+ sz[first + 1])         */
-    uint8_t *at;
+    size_t off;               /* its offset in the arena             */
 } place_region;
 
 typedef struct place_ctx {
@@ -278,6 +278,7 @@ typedef struct place_ctx {
 
 /* Copy or repack region r into its place; *repacked: bytes repacked. */
 static int place_one(place_ctx *c, const place_region *r, uint64_t *repacked) {
+    uint8_t *at = (uint8_t *)c->m->arena + r->off;
     for (int j = r->first; j <= r->first + r->pair; j++) {
         tb_weight_t *x = c->w[j];
         const size_t file_bytes = x->mat_bytes * (size_t)x->n_mat;
@@ -288,18 +289,18 @@ static int place_one(place_ctx *c, const place_region *r, uint64_t *repacked) {
             const size_t mb = c->sz[j] / (size_t)x->n_mat;
             size_t got;
             const int rc = tb_repack_register_at(c->m, x->type, x->data, x->row_bytes, x->n_out, x->n_in,
-                                                 x->n_mat, r->at + (size_t)(j - r->first) * mb,
+                                                 x->n_mat, at + (size_t)(j - r->first) * mb,
                                                  r->pair ? 2 * mb : 0, &got);
             if (rc != TB_OK) return rc;
             assert(got == c->sz[j]);
             *repacked += got;
         } else {
-            memcpy(r->at, x->data, file_bytes);
+            memcpy(at, x->data, file_bytes);
         }
         tb_mapping_release(x->data, file_bytes);
         if (!c->rp[j]) {
-            if (c->m->tied && x == &c->m->output) c->m->tok_embd.data = r->at;
-            x->data = r->at;
+            if (c->m->tied && x == &c->m->output) c->m->tok_embd.data = at;
+            x->data = at;
         }
     }
     return TB_OK;
@@ -360,7 +361,7 @@ static int place_weights(tb_model_t *m, tb_weights_mode_t mode, int n_threads) {
     for (int i = 0; i < n; i++) {
         const bool pair = gate_up_pair(m, w, sz, rp, i, n);
         reg[n_reg] = (place_region){.first = i, .pair = pair, .bytes = pair ? sz[i] + sz[i + 1] : sz[i],
-                                    .at = (uint8_t *)(uintptr_t)total};
+                                    .off = total};
         total += (reg[n_reg].bytes + ARENA_ALIGN - 1) & ~(size_t)(ARENA_ALIGN - 1);
         n_reg += reg[n_reg].bytes > 0;
         i += pair;
@@ -373,7 +374,6 @@ static int place_weights(tb_model_t *m, tb_weights_mode_t mode, int n_threads) {
         goto done;
     }
     m->arena_bytes = total;
-    for (int r = 0; r < n_reg; r++) reg[r].at = m->arena + (uintptr_t)reg[r].at;
     qsort(reg, (size_t)n_reg, sizeof *reg, cmp_region);
     if (n_threads > 1 && (rc = tb_pool_new(TB_MIN(n_threads, n_reg), &pool)) != TB_OK) goto done;
     place_ctx c = {.m = m, .w = w, .sz = sz, .rp = rp, .reg = reg, .n_reg = n_reg};

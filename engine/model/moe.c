@@ -26,7 +26,6 @@
 #include <stdatomic.h>
 #include <string.h>
 
-
 typedef struct moe_ctx {
     tb_session_t *s;
     const tb_layer_t *L;

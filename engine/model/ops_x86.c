@@ -27,7 +27,7 @@ T512 void tb_op_swiglu_avx512(float *x, const float *u, int64_t n, float c) {
     for (; i + 16 <= n; i += 16)
         _mm512_storeu_ps(x + i, swiglu16(_mm512_loadu_ps(x + i), _mm512_loadu_ps(u + i), cv, nc, clamp));
     if (i < n) {
-        const __mmask16 m = (__mmask16)((1u << (n - i)) - 1);
+        const __mmask16 m = mask16((int)(n - i));
         const __m512 r = swiglu16(_mm512_maskz_loadu_ps(m, x + i), _mm512_maskz_loadu_ps(m, u + i), cv, nc, clamp);
         _mm512_mask_storeu_ps(x + i, m, r);
     }
@@ -50,8 +50,7 @@ T256 void tb_op_swiglu_avx2(float *x, const float *u, int64_t n, float c) {
     for (; i + 8 <= n; i += 8)
         _mm256_storeu_ps(x + i, swiglu8(_mm256_loadu_ps(x + i), _mm256_loadu_ps(u + i), cv, nc, clamp));
     if (i < n) {
-        const __m256i m = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)(n - i)),
-                                             _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+        const __m256i m = mask8((int)(n - i));
         const __m256 r = swiglu8(_mm256_maskload_ps(x + i, m), _mm256_maskload_ps(u + i, m), cv, nc, clamp);
         _mm256_maskstore_ps(x + i, m, r);
     }

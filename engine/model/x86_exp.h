@@ -1,7 +1,8 @@
 /*
  * x86_exp.h — tb_op_exp on AVX-512 (16 lanes) and AVX2 (8 lanes): the same
  * float operations in the same order as the scalar spec (model.h), so the
- * same bits, for the model's x86 kernels (attention_x86.c, ops_x86.c).
+ * same bits, for the model's x86 kernels (attention_x86.c, ops_x86.c);
+ * and the tail-lane masks those kernels share.
  * Functions carry target attributes; callers run them only when the
  * dispatcher selected that tier.
  */
@@ -17,6 +18,12 @@
 #define T512 __attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma,f16c")))
 #define T256 __attribute__((target("avx2,fma,f16c")))
 #define INLINE static inline __attribute__((always_inline))
+
+/* Lanes [0, k) set, k in 0..16 (AVX-512) / 0..8 (AVX2): a loop's tail. */
+T512 INLINE __mmask16 mask16(int k) { return (__mmask16)((1u << k) - 1); }
+T256 INLINE __m256i mask8(int k) {
+    return _mm256_cmpgt_epi32(_mm256_set1_epi32(k), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
 
 /* tb_op_exp on 16 lanes, the same operations in the same order. */
 T512 INLINE __m512 exp16(__m512 x) {
