@@ -90,6 +90,13 @@ static int time_eval(tb_session_t *s, int32_t n_vocab, int depth, int n, bool ba
     return rc;
 }
 
+/* The engine's last error for file `path`, naming the file once. */
+static void say_err(const char *path) {
+    const char *e = tb_last_error();
+    if (strstr(e, path)) fprintf(stderr, "ternbench bench: %s\n", e);
+    else fprintf(stderr, "ternbench bench: %s: %s\n", path, e);
+}
+
 static double test_bytes(const bench_var_t *v, bool batch, int n) {
     /* prefill reads every weight once per batch: bytes/token = weights / P */
     return batch ? (double)v->info.weight_bytes / n : (double)v->bpt.total;
@@ -133,7 +140,7 @@ static int bench_test(bench_var_t *v, int nv, const bench_opts_t *o, bool batch,
             roof[at] = before > *bw ? before : *bw;
             pct[at] = 100.0 * *tps * test_bytes(&v[k], batch, n) / 1e9 / roof[at];
         }
-    if (bad >= 0) fprintf(stderr, "ternbench bench: %s: %s\n", v[bad].path, tb_last_error());
+    if (bad >= 0) say_err(v[bad].path);
     for (int k = 0; k < nv && !rc; k++) {
         bench_result_t *r = &v[k].res[ti];
         tb_stats_summary_t sum;
@@ -358,8 +365,7 @@ static int var_open(bench_var_t *v, const bench_opts_t *o, const tb_session_para
     if (!rc) rc = tb_model_get_info(v->m, &v->info);
     if (!rc) rc = tb_model_bytes_per_token(v->m, o->ctx + o->n_gen / 2, sp->kv_type, &v->bpt);
     if (!rc) rc = tb_session_new(v->m, sp, &v->s);
-    if (rc && strstr(tb_last_error(), v->path)) fprintf(stderr, "ternbench bench: %s\n", tb_last_error());
-    else if (rc) fprintf(stderr, "ternbench bench: %s: %s\n", v->path, tb_last_error());
+    if (rc) say_err(v->path);
     return rc;
 }
 
@@ -394,7 +400,7 @@ int cmd_bench(int argc, char **argv) {
     for (int k = 0; k < nv && !rc && o.profile && o.n_gen > 0; k++) {
         double tps;   /* untimed by the tests above: its own decode run */
         rc = time_eval(v[k].s, v[k].info.n_vocab, o.ctx, o.n_gen, false, true, &tps);
-        if (rc) fprintf(stderr, "ternbench bench: %s: %s\n", v[k].path, tb_last_error());
+        if (rc) say_err(v[k].path);
         tb_session_get_profile(v[k].s, &v[k].prof);
         tb_session_set_profile(v[k].s, false);
     }
