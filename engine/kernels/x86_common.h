@@ -78,6 +78,20 @@ TB_INLINE __m256i dot_u8s8_256(__m256i acc, __m256i u, __m256i s, bool vnni) {
     TB_KERNELS_FROM_NT_DOT(, vec_dot_##name, matvec_##name, gemm_##name, TB_NT, DOT)
 
 #if defined(__AVX512F__)
+/* acc + vpdpbusd(u, the dword at p in all 16 lanes): u8 x s8 dots of
+ * 4-byte groups, the activation dword taken as an embedded {1to16}
+ * broadcast memory operand. GCC 12 turns _mm512_set1_epi32(load) into a
+ * vpbroadcastd of its own, one extra instruction per dot; the decode
+ * loops (nt == 1) are instruction-dense enough that it shows: TQ2_0
+ * matvec with the weights in L2, 1 thread, 41.6-45.3 -> 46.8-49.0 GB/s.
+ * The asm is a scheduling barrier; the gemm paths, which reuse each
+ * broadcast less, keep the intrinsic (TQ2_0 gemm ran 6 % slower with it).
+ * Callers are VNNI code paths (the dispatcher saw avx512_vnni). */
+TB_INLINE __m512i tb_dpbusd_b32(__m512i acc, __m512i u, const void *p) {
+    __asm__("vpdpbusd %2%{1to16%}, %1, %0" : "+v"(acc) : "v"(u), "m"(*(const int32_t *)p));
+    return acc;
+}
+
 /* Lanes of 16-row group g (rows 16 g .. 16 g + 15, one per 32-bit lane)
  * that fall in [r0, r1): the store mask of every 16-row repacked kernel. */
 TB_INLINE __mmask16 tb_grp_mask16(int64_t g, int64_t r0, int64_t r1) {

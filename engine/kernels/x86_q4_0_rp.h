@@ -143,8 +143,8 @@ TB_INLINE void dot_q4_0_grp(int nt, const q4_0_grp *G, int64_t nb, const block_q
             TB_UNROLL
             for (int c = 0; c < 4; c++) {
                 const __m512i q = _mm512_loadu_si512(x->q[c]);
-                pl = _mm512_dpbusd_epi32(pl, _mm512_and_si512(q, m4), bcast32(y + 4 * c));
-                ph = _mm512_dpbusd_epi32(ph, _mm512_and_si512(_mm512_srli_epi16(q, 4), m4), bcast32(y + 16 + 4 * c));
+                pl = tb_dpbusd_b32(pl, _mm512_and_si512(q, m4), y + 4 * c);
+                ph = tb_dpbusd_b32(ph, _mm512_and_si512(_mm512_srli_epi16(q, 4), m4), y + 16 + 4 * c);
             }
             p[0] = _mm512_add_epi32(pl, ph);
         } else {

@@ -131,8 +131,8 @@ TB_INLINE void dot_q8_0_grp(int nt, const q8_0_grp *G, int64_t nb, const block_q
             __m512i p0 = _mm512_set1_epi32(pa[0][i].nsum), p1 = _mm512_setzero_si512();
             TB_UNROLL
             for (int c = 0; c < 8; c += 2) {
-                p0 = _mm512_dpbusd_epi32(p0, _mm512_loadu_si512(x->q[c]), q8rp_bcast(y + 4 * c));
-                p1 = _mm512_dpbusd_epi32(p1, _mm512_loadu_si512(x->q[c + 1]), q8rp_bcast(y + 4 * c + 4));
+                p0 = tb_dpbusd_b32(p0, _mm512_loadu_si512(x->q[c]), y + 4 * c);
+                p1 = tb_dpbusd_b32(p1, _mm512_loadu_si512(x->q[c + 1]), y + 4 * c + 4);
             }
             p[0] = _mm512_add_epi32(p0, p1);
         } else {

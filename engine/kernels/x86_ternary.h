@@ -238,12 +238,10 @@ TB_INLINE void dot_tq2_0_grp(int nt, const tq2_0_grp *G, int64_t nb, const block
                     const int j = j2 + h / 4;
                     const __m512i q = _mm512_loadu_si512(x->q[j]);
                     const int8_t *yj = y + 128 * (j / 8) + 4 * (j % 8);
-                    int32_t y0, y1, y2, y3;
-                    memcpy(&y0, yj, 4); memcpy(&y1, yj + 32, 4); memcpy(&y2, yj + 64, 4); memcpy(&y3, yj + 96, 4);
-                    c[h + 0] = _mm512_dpbusd_epi32(c[h + 0], _mm512_and_si512(q, m3), _mm512_set1_epi32(y0));
-                    c[h + 1] = _mm512_dpbusd_epi32(c[h + 1], _mm512_and_si512(q, m1), _mm512_set1_epi32(y1));
-                    c[h + 2] = _mm512_dpbusd_epi32(c[h + 2], _mm512_and_si512(q, m2), _mm512_set1_epi32(y2));
-                    c[h + 3] = _mm512_dpbusd_epi32(c[h + 3], _mm512_and_si512(q, m4), _mm512_set1_epi32(y3));
+                    c[h + 0] = tb_dpbusd_b32(c[h + 0], _mm512_and_si512(q, m3), yj);
+                    c[h + 1] = tb_dpbusd_b32(c[h + 1], _mm512_and_si512(q, m1), yj + 32);
+                    c[h + 2] = tb_dpbusd_b32(c[h + 2], _mm512_and_si512(q, m2), yj + 64);
+                    c[h + 3] = tb_dpbusd_b32(c[h + 3], _mm512_and_si512(q, m4), yj + 96);
                 }
             __m512i s = _mm512_add_epi32(_mm512_add_epi32(c[0], c[4]), _mm512_set1_epi32(nsum[0][i]));
             s = _mm512_add_epi32(s, _mm512_srai_epi32(_mm512_add_epi32(c[1], c[5]), 2));
