@@ -36,8 +36,10 @@ static bool act_is_f32(tb_type_t t) { return tb_type_traits(t)->vec_dot_type == 
  * plain quantization of the prologue's output in a pass of its own. */
 static void lin_multi(tb_session_t *s, tb_phase_t ph, tb_lin_pro_t *pro, const tb_weight_t *const *w,
                       float *const *ys, const int64_t *ld, float *const *acc, int nw) {
-    bool done[8] = {false};
+    bool done[8] = {false}, mixed = false;
     assert(nw <= 8);
+    for (int i = 1; i < nw; i++)
+        mixed |= tb_type_traits(w[i]->type)->vec_dot_type != tb_type_traits(w[0]->type)->vec_dot_type;
     bool first = true;
     for (int i = 0; i < nw; i++) {
         if (done[i]) continue;
@@ -51,6 +53,7 @@ static void lin_multi(tb_session_t *s, tb_phase_t ph, tb_lin_pro_t *pro, const t
         p.wtype = w[i]->type;
         p.q = act_is_f32(w[i]->type) ? NULL : s->act;
         p.q_stride = p.q ? tb_act_row_bytes(w[i]->type, p.n_in) : 0;
+        if (p.kind == TB_PRO_NORM && p.q && !mixed) p.xn = NULL;   /* nobody reads it */
         const void *a = p.q ? p.q : (const void *)src;
         const size_t st = p.q ? p.q_stride : (size_t)p.ld * sizeof(float);
         int nj = 0;

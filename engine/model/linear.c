@@ -49,12 +49,26 @@ void tb_lin_prologue(const tb_lin_pro_t *p, int ith, int nth) {
     tb_lin_pro_items_run(p, items * ith / nth, items * (ith + 1) / nth);
 }
 
+/* NORM: ask for the weight lines of items [i0, i1) all at once before the
+ * row's sum of squares: a layer's norm weight comes from memory (the
+ * weight stream evicts it between tokens), one latency per line when the
+ * loop asks for them in turn. (Prefetching x and u as well, which the
+ * previous pass wrote on both cores, measured no gain.) */
+static void pro_prefetch(const tb_lin_pro_t *p, int64_t i0, int64_t i1, int64_t ce, int64_t nc) {
+    if (p->kind != TB_PRO_NORM) return;
+    for (int64_t it = i0; it < i1; it++)
+        for (int64_t i = 0; i < ce; i += 16) __builtin_prefetch(p->w + (it % nc) * ce + i);
+}
+
 void tb_lin_pro_items_run(const tb_lin_pro_t *p, int64_t i0, int64_t i1) {
     if (!p || p->kind == TB_PRO_NONE || i0 >= i1) return;
     const int64_t ce = pro_chunk(p), nc = p->n_in / ce;
     const tb_from_float_fn quant = p->q ? tb_kernels()->t[p->wtype].quantize_act : NULL;
     const tb_swiglu_fn swiglu = tb_op_swiglu_for(tb_kernels()->isa);
     const size_t cb = p->q ? tb_act_row_bytes(p->wtype, ce) : 0;   /* bytes per chunk */
+    assert(ce <= 256 && (p->kind != TB_PRO_NORM || p->xn || p->q));
+    pro_prefetch(p, i0, i1, ce, nc);
+    float nbuf[256];                 /* NORM without xn: one chunk's normalized values */
     int64_t t_rms = -1;
     float r = 0.0f;
     for (int64_t it = i0; it < i1; it++) {
@@ -63,7 +77,7 @@ void tb_lin_pro_items_run(const tb_lin_pro_t *p, int64_t i0, int64_t i1) {
         const float *src = x;
         if (p->kind == TB_PRO_NORM) {
             if (t != t_rms) { r = tb_op_rms_inv(p->x + t * p->ld, p->n_in, p->eps); t_rms = t; }
-            float *xn = p->xn + t * p->ld + c0;                    /* (ce) */
+            float *xn = p->xn ? p->xn + t * p->ld + c0 : nbuf;     /* (ce) */
             const float *w = p->w + c0;
             for (int64_t i = 0; i < ce; i++) xn[i] = x[i] * r * w[i];
             src = xn;

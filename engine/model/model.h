@@ -205,7 +205,8 @@ typedef struct tb_lin_pro {
     const float *w;                  /* NORM: (n_in) weight                 */
     float eps;                       /* NORM                                */
     float clamp;                     /* SWIGLU: c, INFINITY for none        */
-    float *xn;                       /* NORM: (n, ld) output rows           */
+    float *xn;                       /* NORM: (n, ld) output rows; NULL when
+                                        only q is wanted (q must be set)   */
     tb_type_t wtype;                 /* quantize for this weight type ...   */
     void *q;                         /* ... into q (NULL: no quantization)  */
     size_t q_stride;                 /* = tb_act_row_bytes(wtype, n_in)     */
