@@ -186,8 +186,8 @@ TB_INLINE void dot_q4_K_grp(int nt, const q4_K_grp *G, int64_t nb, const block_q
                 TB_UNROLL
                 for (int c = 0; c < 8; c++) {
                     const __m512i q = _mm512_load_si512(x->q[8 * h + c]);
-                    pl = _mm512_dpbusd_epi32(pl, _mm512_and_si512(q, mlo), q4krp_bcast(y + 64 * h + 4 * c));
-                    ph = _mm512_dpbusd_epi32(ph, _mm512_and_si512(q, mhi), q4krp_bcast(y + 64 * h + 32 + 4 * c));
+                    pl = tb_dpbusd_b32(pl, _mm512_and_si512(q, mlo), y + 64 * h + 4 * c);
+                    ph = tb_dpbusd_b32(ph, _mm512_and_si512(q, mhi), y + 64 * h + 32 + 4 * c);
                 }
                 S[0] = _mm512_add_epi32(S[0], _mm512_add_epi32(_mm512_mullo_epi32(pl, se[h]),
                                                                _mm512_mullo_epi32(ph, so[h])));
