@@ -52,9 +52,9 @@ TB_INLINE void dot_tq2_0(int nt, int64_t n, float *s, const void *w, const void 
     for (int t = 0; t < nt; t++) s[t] = hsum_ps256(_mm256_add_ps(acc[0][t], acc[1][t]));
 }
 
-/* TQ1_0 decoding (AVX2; the AVX-512 tier's 5-bit repack and the AVX2 tier's
- * 2-bit repack use it). */
-/* Trits of 32 bytes v: ((uint8)v * 3) >> 8 is 0 below 86, 1 below 171, else 2. */
+/* TQ1_0 decoding, used by both tiers' repacks (AVX-512: 5-bit fields;
+ * AVX2: 2-bit codes). Trits of 32 bytes v: ((uint8)v * 3) >> 8 is 0 below
+ * 86, 1 below 171, else 2. */
 TB_INLINE __m256i tq1_trit32(__m256i v) {
     const __m256i ge1 = _mm256_cmpeq_epi8(_mm256_max_epu8(v, _mm256_set1_epi8(86)), v);
     const __m256i ge2 = _mm256_cmpeq_epi8(_mm256_max_epu8(v, _mm256_set1_epi8((char)171)), v);

@@ -3,9 +3,10 @@
  * repacked copy: 8 rows interleaved per block (lane = row), as Q4_0's rp8;
  * TQ1_0's trits are stored as TQ2_0's 2-bit codes (one kernel for both).
  *
- * Included by tier_avx2.c only, after x86_q4_0_rp.h and x86_ternary.h (tq1_trits) (whose q4rp8_store
- * writes a group's lanes that fall in [r0, r1)). The AVX-512 tier keeps its
- * own 16-row layouts in x86_ternary.h.
+ * Included by tier_avx2.c only, after x86_q4_0_rp.h (its q4rp8_store writes
+ * a group's lanes that fall in [r0, r1)) and x86_ternary.h (tq1_trits, the
+ * TQ1_0 decoding). The AVX-512 tier keeps its own 16-row layouts in
+ * x86_ternary.h.
  *
  * One vpmaddubsw multiplies 8 rows x 4 elements (codes, unsigned) by one
  * broadcast activation dword, so the Q8_K block is read once for 8 rows,
