@@ -46,6 +46,11 @@ typedef struct {
     double roofline_pct;                /* median over reps of achieved / roofline */
     double roofline_pct_min, roofline_pct_max;
     double *tps;                        /* (reps) tok/s of each rep, in rep order  */
+    /* decode only (tok_n > 0): the latency of every timed token of every rep */
+    size_t tok_n;                       /* tokens timed: reps x N                  */
+    double tok_ms_p50, tok_ms_p90, tok_ms_p99, tok_ms_max;
+    double stall_pct;                   /* % of decode time above 1.5 x p50 (see stalls_of) */
+    double p50_roofline_pct;            /* roofline % of a token at the median latency */
 } bench_result_t;
 
 /* One file under test and its results. */
@@ -72,9 +77,10 @@ typedef struct {
 
 /* One timed eval of n tokens (prefill if batch, else one token at a time)
  * after the cache was filled to `depth` tokens (untimed, unprofiled); with
- * `profile` the session's per-phase profile covers exactly the timed eval. */
+ * `profile` the session's per-phase profile covers exactly the timed eval.
+ * Decoding, lat_ms (when not NULL) gets each token's latency (n). */
 static int time_eval(tb_session_t *s, int32_t n_vocab, int depth, int n, bool batch, bool profile,
-                     double *tps) {
+                     double *tps, double *lat_ms) {
     tb_session_reset(s);
     int32_t *ids = malloc(sizeof(int32_t) * (size_t)(n > depth ? n : depth) + sizeof(int32_t));
     if (!ids) return TB_ERR_NOMEM;
@@ -83,7 +89,15 @@ static int time_eval(tb_session_t *s, int32_t n_vocab, int depth, int n, bool ba
     if (profile) tb_session_set_profile(s, true);
     uint64_t t0 = tb_now_ns();
     if (!rc && batch) rc = tb_session_eval(s, ids, n, false);
-    for (int i = 0; !rc && !batch && i < n; i++) rc = tb_session_eval(s, &ids[i], 1, false);
+    uint64_t prev = t0;
+    for (int i = 0; !rc && !batch && i < n; i++) {
+        rc = tb_session_eval(s, &ids[i], 1, false);
+        if (lat_ms) {
+            const uint64_t tn = tb_now_ns();
+            lat_ms[i] = (double)(tn - prev) / 1e6;
+            prev = tn;
+        }
+    }
     uint64_t dt = tb_now_ns() - t0;
     free(ids);
     *tps = (double)n * 1e9 / (double)(dt ? dt : 1);
@@ -102,6 +116,28 @@ static double test_bytes(const bench_var_t *v, bool batch, int n) {
     return batch ? (double)v->info.weight_bytes / n : (double)v->bpt.total;
 }
 
+/* Per-token latency figures of a decode test over its m timed tokens:
+ * percentiles, and the stall share: 100 x the sum over tokens slower than
+ * 1.5 x the median of their time beyond the median, over the sum of all
+ * latencies. On a quiet machine it is ~0; time the OS or hypervisor took
+ * a core away from a pass (both threads wait for the pass to finish)
+ * shows up here rather than in the median, so the median and
+ * p50_roofline_pct tell the kernels' speed and stall_pct the machine's
+ * interruptions. */
+static void tok_stats(const double *lat, size_t m, bench_result_t *r) {
+    r->tok_n = m;
+    r->tok_ms_p50 = tb_stats_percentile(lat, m, 50.0);
+    r->tok_ms_p90 = tb_stats_percentile(lat, m, 90.0);
+    r->tok_ms_p99 = tb_stats_percentile(lat, m, 99.0);
+    r->tok_ms_max = tb_stats_percentile(lat, m, 100.0);
+    double all = 0.0, over = 0.0;
+    for (size_t i = 0; i < m; i++) {
+        all += lat[i];
+        if (lat[i] > 1.5 * r->tok_ms_p50) over += lat[i] - r->tok_ms_p50;
+    }
+    r->stall_pct = all > 0.0 ? 100.0 * over / all : 0.0;
+}
+
 /* Test `ti` (prefill if batch, else decode; n tokens) of every variant:
  * warm-ups, then R reps, the variants in turn inside each rep (forward on
  * even reps, backward on odd ones), a probe after every eval (*bw holds
@@ -112,7 +148,8 @@ static int bench_test(bench_var_t *v, int nv, const bench_opts_t *o, bool batch,
     const int R = o->reps;
     double *buf = calloc((size_t)R * 2 * (size_t)nv, sizeof(double));
     double *roof = buf, *pct = buf + (size_t)R * (size_t)nv;      /* (nv, R) each */
-    bool nomem = !buf;
+    double *lat_all = batch ? NULL : calloc((size_t)nv * (size_t)R * (size_t)n, sizeof(double));  /* (nv, R, n) */
+    bool nomem = !buf || (!batch && !lat_all);
     for (int k = 0; k < nv; k++) {
         bench_result_t *r = &v[k].res[ti];
         memset(r, 0, sizeof *r);
@@ -121,20 +158,24 @@ static int bench_test(bench_var_t *v, int nv, const bench_opts_t *o, bool batch,
     }
     if (nomem) {
         free(buf);
+        free(lat_all);
         fprintf(stderr, "ternbench bench: out of memory for %d reps\n", R);
         return TB_ERR_NOMEM;
     }
     int rc = TB_OK, bad = -1;   /* bad: the variant whose eval failed */
     double warm;
     for (int k = 0; k < nv && !rc; k++)
-        if ((rc = time_eval(v[k].s, v[k].info.n_vocab, batch ? 0 : o->ctx, n, batch, false, &warm))) bad = k;
+        if ((rc = time_eval(v[k].s, v[k].info.n_vocab, batch ? 0 : o->ctx, n, batch, false, &warm, NULL)))
+            bad = k;
     if (!rc) rc = cmd_probe(o->threads, bw);
     for (int i = 0; !rc && i < R; i++)
         for (int step = 0; !rc && step < nv; step++) {
             const int k = i % 2 ? nv - 1 - step : step;
             const double before = *bw;
             double *tps = &v[k].res[ti].tps[i];
-            if ((rc = time_eval(v[k].s, v[k].info.n_vocab, batch ? 0 : o->ctx, n, batch, false, tps))) bad = k;
+            double *lat = lat_all ? lat_all + ((size_t)k * (size_t)R + (size_t)i) * (size_t)n : NULL;
+            if ((rc = time_eval(v[k].s, v[k].info.n_vocab, batch ? 0 : o->ctx, n, batch, false, tps, lat)))
+                bad = k;
             if (!rc) rc = cmd_probe(o->threads, bw);
             const size_t at = (size_t)k * (size_t)R + (size_t)i;
             roof[at] = before > *bw ? before : *bw;
@@ -155,8 +196,13 @@ static int bench_test(bench_var_t *v, int nv, const bench_opts_t *o, bool batch,
         r->roofline_pct = sum.median;
         r->roofline_pct_min = sum.min;
         r->roofline_pct_max = sum.max;
+        if (lat_all) {
+            tok_stats(lat_all + (size_t)k * (size_t)R * (size_t)n, (size_t)R * (size_t)n, r);
+            r->p50_roofline_pct = 100.0 * (1e3 / r->tok_ms_p50) * r->bytes_per_token / 1e9 / r->bw_median;
+        }
     }
     free(buf);
+    free(lat_all);
     return rc;
 }
 
@@ -257,6 +303,11 @@ static void print_json(const bench_var_t *v, int nv, int n_res, const bench_rati
                    o->mmap ? "mmap" : "copy", (unsigned long long)v[k].info.resident_bytes,
                    v[k].info.load_ns / 1e9);
             cmd_json_str(v[k].path);
+            if (r->tok_n)
+                printf(", \"itl_p50_ms\": %.6f, \"itl_p90_ms\": %.6f, \"itl_p99_ms\": %.6f, "
+                       "\"itl_max_ms\": %.6f, \"stall_pct\": %.2f, \"p50_roofline_pct\": %.4f",
+                       r->tok_ms_p50, r->tok_ms_p90, r->tok_ms_p99, r->tok_ms_max, r->stall_pct,
+                       r->p50_roofline_pct);
             printf("}\n");
         }
     for (int t = 0; t < n_res; t++)
@@ -299,6 +350,15 @@ static void print_table(const bench_var_t *v, int nv, int n_res, const bench_rat
             printf("%12.2f %9.2f %14.0f %10.2f %9.2f %8.1f%% %6.1f-%5.1f%%\n", r->tps_median, r->tps_stddev,
                    r->bytes_per_token, r->gbps, r->bw_median, r->roofline_pct, r->roofline_pct_min,
                    r->roofline_pct_max);
+        }
+    for (int t = 0; t < n_res; t++)
+        for (int k = 0; k < nv; k++) {
+            const bench_result_t *r = &v[k].res[t];
+            if (!r->tok_n) continue;
+            printf("# %s%s%s: token latency p50 %.2f, p90 %.2f, p99 %.2f, max %.2f ms over %zu tokens; "
+                   "%.1f%% of the time in stalls (tokens > 1.5 x p50); at p50 %.1f%% of roofline\n",
+                   r->test, nv > 1 ? " " : "", nv > 1 ? base_name(v[k].path) : "", r->tok_ms_p50,
+                   r->tok_ms_p90, r->tok_ms_p99, r->tok_ms_max, r->tok_n, r->stall_pct, r->p50_roofline_pct);
         }
     for (int t = 0; t < n_res; t++)
         for (int k = 1; k < nv; k++) {
@@ -399,7 +459,7 @@ int cmd_bench(int argc, char **argv) {
     if (!rc && o.n_gen > 0) rc = bench_test(v, nv, &o, false, o.n_gen, &bw_after, n_res++);
     for (int k = 0; k < nv && !rc && o.profile && o.n_gen > 0; k++) {
         double tps;   /* untimed by the tests above: its own decode run */
-        rc = time_eval(v[k].s, v[k].info.n_vocab, o.ctx, o.n_gen, false, true, &tps);
+        rc = time_eval(v[k].s, v[k].info.n_vocab, o.ctx, o.n_gen, false, true, &tps, NULL);
         if (rc) say_err(v[k].path);
         tb_session_get_profile(v[k].s, &v[k].prof);
         tb_session_set_profile(v[k].s, false);

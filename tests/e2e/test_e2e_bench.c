@@ -60,6 +60,20 @@ static void check_test(const char *obj, const char *name, int reps) {
     assert_true(num(obj, "bandwidth_before_gbps") > 0 && num(obj, "bandwidth_after_gbps") > 0);
     assert_true(lo > 0 && lo <= pct + 1e-2 && pct <= hi + 1e-2);
     assert_int_equal((int)num(obj, "reps"), reps);
+    /* decode tests carry the token latency distribution, prefill none */
+    const char *eol = strchr(obj, '\n'), *itl = strstr(obj, "\"itl_p50_ms\"");
+    const int has_itl = itl && (!eol || itl < eol);
+    if (name[0] == 'p') {
+        if (has_itl) fail_msg("bench --json: a prefill test with token latencies: %.300s", obj);
+        return;
+    }
+    const double p50 = num(obj, "itl_p50_ms"), p90 = num(obj, "itl_p90_ms");
+    const double p99 = num(obj, "itl_p99_ms"), mx = num(obj, "itl_max_ms"), st = num(obj, "stall_pct");
+    assert_true(p50 > 0 && p50 <= p90 && p90 <= p99 && p99 <= mx);
+    assert_true(st >= 0 && st < 100);
+    /* p50_roofline_pct: a token at the median latency against the median roofline */
+    const double w50 = 100.0 * (1e3 / p50) * bpt / 1e9 / num(obj, "bandwidth_gbps");
+    assert_true(fabs(num(obj, "p50_roofline_pct") - w50) <= 1e-3 * w50 + 0.01);
 }
 
 static void test_bench_json(void **state) {
@@ -103,7 +117,8 @@ static void test_bench_json(void **state) {
     E2E_RUN(&r, E2E_NO_LIMIT, "bench", "-m", "m.gguf", "-p", "0", "-n", "4", "-r", "2", "-t", "1");
     e2e_assert_clean(&r, "bench");
     if (r.status != 0) fail_msg("bench: exit %d: %s", r.status, r.err);
-    if (!strstr(r.out, "just before and just after") || !strstr(r.out, "range") || !strstr(r.out, "tg4 "))
+    if (!strstr(r.out, "just before and just after") || !strstr(r.out, "range") || !strstr(r.out, "tg4 ") ||
+        !strstr(r.out, "# tg4: token latency p50 ") || !strstr(r.out, "over 8 tokens"))
         fail_msg("bench: unexpected table: %s", r.out);
     if (strstr(r.out, "pp")) fail_msg("bench -p 0 still ran a prefill test: %s", r.out);
     e2e_res_free(&r);
