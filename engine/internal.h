@@ -31,6 +31,16 @@ static inline void tb_spin_wait(int *spins) {
 #endif
 }
 
+/* tb_pool_run for a shared run: fn's threads claim the work dynamically,
+ * so the caller (thread 0) alone can finish all of it. A worker that has
+ * not started fn by the time the caller's fn returns skips the run (pool.c,
+ * seats), so fn must complete every item on any set of threads that
+ * includes thread 0, and must not count on every ith being called. */
+void tb_pool_run_shared(tb_pool_t *p, void (*fn)(void *arg, int ith, int nth), void *arg);
+/* Test hook: once, worker ith (>= 1) waits for *gate != 0 after it sees
+ * the next run and before it takes its seat (a worker that wakes late). */
+void tb_pool_hold_next(tb_pool_t *p, int ith, const _Atomic int *gate);
+
 /* Aligned allocation (64 bytes), zeroed; free with tb_free_aligned. */
 void *tb_alloc_aligned(size_t n);
 void tb_free_aligned(void *p);

@@ -30,6 +30,7 @@
 #include "kernels/kernels.h"
 
 #include <math.h>
+#include <stdatomic.h>
 #include <string.h>
 
 typedef struct att_ctx {
@@ -39,6 +40,7 @@ typedef struct att_ctx {
     int32_t n, pos0;
     int32_t t_only;          /* >= 0: the per-token pass of token t_only */
     bool store;              /* pass 1 stores K/V (no ring overwrite)    */
+    _Atomic int next;        /* decode: the next kv head to claim        */
 } att_ctx;
 
 /* ===================================================================== */
@@ -246,16 +248,17 @@ static void split(int64_t items, int ith, int nth, int64_t *i0, int64_t *i1) {
     *i1 = items * (ith + 1) / nth;
 }
 
-/* n == 1: prep + store + attend per kv head, one pass. */
+/* n == 1: prep + store + attend per kv head, one pass; the threads claim
+ * kv heads in turn (each head is one thread's, so any claim order gives
+ * the same result), and the caller alone finishes when the worker is late. */
 static void fused_worker(void *arg, int ith, int nth) {
-    const att_ctx *c = arg;
+    att_ctx *c = arg;
     const int nkv = c->s->m->info.n_head_kv;
-    int64_t i0, i1;
-    split(nkv, ith, nth, &i0, &i1);
-    for (int64_t g = i0; g < i1; g++) {
-        prep(c, 0, (int)g);
-        store(c, 0, (int)g);
-        attend(c, 0, (int)g, ith);
+    (void)nth;
+    for (int g; (g = atomic_fetch_add_explicit(&c->next, 1, memory_order_relaxed)) < nkv;) {
+        prep(c, 0, g);
+        store(c, 0, g);
+        attend(c, 0, g, ith);
     }
 }
 
@@ -290,7 +293,8 @@ void tb_attention(tb_session_t *s, int32_t il, int32_t n) {
     att_ctx c = {.s = s, .L = &s->m->layers[il], .kv = &s->kv[il], .n = n, .pos0 = s->pos,
                  .t_only = -1};
     if (n == 1) {
-        tb_pool_run(s->pool, fused_worker, &c);
+        atomic_init(&c.next, 0);
+        tb_pool_run_shared(s->pool, fused_worker, &c);
         return;
     }
     /* Position q = pos0 + t overwrites q - cap, which token t - 1 reads

@@ -34,6 +34,7 @@ typedef struct moe_ctx {
     const void *h;            /* (nr, h_stride) down activations          */
     size_t h_stride;
     tb_lin_pro_claim_t claim;
+    _Atomic int taken[TB_SCHED_MAX_THREADS];   /* decode down: share k claimed */
 } moe_ctx;
 
 /* ===================================================================== */
@@ -86,22 +87,14 @@ static void combine_worker(void *arg, int ith, int nth) {
     }
 }
 
-/* Decode (one token): SwiGLU prologue (claimed, so a late thread finds it
- * done), then each thread runs its fixed 16-row-aligned share of the
- * output rows of every selected expert's down matrix and combines those
- * rows into x — no separate combine pass. The rows are not claimed
- * dynamically as in linear passes: every claim restarts K expert streams,
- * and claiming them (3/4, then 3/16, ... of a share) measured 2.6 % slower
- * than one claim per share (maple-preview, ctx 512, 2 threads, reps
- * alternating both in one process). */
-static void down1_worker(void *arg, int ith, int nth) {
-    moe_ctx *c = arg;
+/* Share k of nth of the decode down pass: its 16-row-aligned output rows
+ * of every selected expert's down matrix, combined into x. */
+static void down1_share(moe_ctx *c, int k, int nth) {
     tb_session_t *s = c->s;
     const int64_t E = s->m->info.n_embd;
     const int K = s->m->info.n_expert_used;
-    tb_lin_pro_claim_run(&c->claim, &c->pro, nth);
     const int64_t blocks = (E + 15) / 16;
-    const int64_t r0 = TB_MIN(E, blocks * ith / nth * 16), r1 = TB_MIN(E, blocks * (ith + 1) / nth * 16);
+    const int64_t r0 = TB_MIN(E, blocks * k / nth * 16), r1 = TB_MIN(E, blocks * (k + 1) / nth * 16);
     if (r0 >= r1) return;
     for (int k = 0; k < K; k++) {
         const int32_t r = s->row_of[k];
@@ -112,6 +105,23 @@ static void down1_worker(void *arg, int ith, int nth) {
         tb_lin_rows(&j, r0, r1);
     }
     combine_rows(s, 0, r0, r1);
+}
+
+/* Decode (one token): SwiGLU prologue (claimed, so a late thread finds it
+ * done), then each thread claims its own share (down1_share: a fixed
+ * 16-row-aligned part of the output rows of every selected expert, combined
+ * into x; no separate combine pass) and then any share nobody has taken,
+ * so the caller finishes alone when the worker is late. Shares are not cut
+ * finer: every claim restarts K expert streams, and claiming them (3/4,
+ * then 3/16, ... of a share) measured 2.6 % slower than one claim per share
+ * (maple-preview, ctx 512, 2 threads, reps alternating in one process). */
+static void down1_worker(void *arg, int ith, int nth) {
+    moe_ctx *c = arg;
+    tb_lin_pro_claim_run(&c->claim, &c->pro, nth);
+    for (int i = 0; i < nth; i++) {
+        const int k = (ith + i) % nth;
+        if (!atomic_exchange_explicit(&c->taken[k], 1, memory_order_relaxed)) down1_share(c, k, nth);
+    }
 }
 
 /* ===================================================================== */
@@ -197,7 +207,8 @@ void tb_moe_ffn(tb_session_t *s, int32_t il, int32_t n) {
                            .q = down_f32 ? NULL : s->hq, .q_stride = c.h_stride};
     t0 = tb_prof_start(s);
     if (n == 1) {   /* the K experts' down matrices, combined in the same pass */
-        tb_pool_run(s->pool, down1_worker, &c);
+        for (int k = 0; k < tb_pool_n_threads(s->pool); k++) atomic_init(&c.taken[k], 0);
+        tb_pool_run_shared(s->pool, down1_worker, &c);
         tb_prof_end(s, TB_PHASE_FFN_DOWN, t0, (uint64_t)K * L->down_exps.mat_bytes);
         return;
     }

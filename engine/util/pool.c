@@ -5,6 +5,17 @@
  * Workers spin briefly on a generation counter before sleeping on a
  * condition variable, so back-to-back runs (one per layer op in decode)
  * cost a few hundred nanoseconds, not a futex round trip.
+ *
+ * Seats: before it calls fn for run g, worker i takes its seat for that run
+ * by a compare-and-swap of seat[i] from g - 1 to g. In a shared run
+ * (tb_pool_run_shared: fn's threads claim the work dynamically, so the
+ * caller alone can finish all of it) the caller, once its fn returns,
+ * closes every seat not yet taken by the same swap, and those workers skip
+ * the run: a worker that wakes late (its vCPU descheduled, a core parked)
+ * no longer holds the pass for the milliseconds it is away. Every run sets
+ * every seat to g exactly once (worker or caller, whoever swaps first),
+ * so seat[i] == g - 1 while run g is open; a worker that lost the swap
+ * never reads fn or arg, which the caller may already have replaced.
  */
 #include "internal.h"
 
@@ -12,6 +23,8 @@
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <errno.h>
+#include <time.h>
 
 #define SPIN_ITERS 20000
 
@@ -22,12 +35,20 @@ struct tb_pool {
     pthread_cond_t cv;
     atomic_uint gen;               /* bumped for every run          */
     atomic_int pending;            /* workers still running the job */
+    atomic_uint *seat;             /* (n) [i]: the last run worker i took or was closed out of */
     atomic_bool quit;
+    atomic_int hold_ith;           /* test hook (tb_pool_hold_next): the worker that waits */
+    const atomic_int *_Atomic hold_gate;   /* for *gate != 0 before taking its next seat */
     void (*fn)(void *, int, int);
     void *arg;
 };
 
 typedef struct { tb_pool_t *p; int ith; } worker_arg;
+
+static void sleep_us(long us) {
+    struct timespec ts = {.tv_sec = us / 1000000, .tv_nsec = us % 1000000 * 1000};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {}
+}
 
 static void *worker_main(void *va) {
     worker_arg wa = *(worker_arg *)va;
@@ -47,6 +68,15 @@ static void *worker_main(void *va) {
         }
         seen = g;
         if (atomic_load(&p->quit)) return NULL;
+        if (atomic_load_explicit(&p->hold_ith, memory_order_relaxed) == wa.ith) {
+            const atomic_int *gate = atomic_load(&p->hold_gate);
+            atomic_store(&p->hold_ith, 0);
+            while (!atomic_load(gate)) sleep_us(100);
+        }
+        unsigned open = g - 1;
+        if (!atomic_compare_exchange_strong_explicit(&p->seat[wa.ith], &open, g, memory_order_acq_rel,
+                                                     memory_order_relaxed))
+            continue;   /* the caller closed run g (done without us), or a later run is out */
         p->fn(p->arg, wa.ith, p->n);
         atomic_fetch_sub_explicit(&p->pending, 1, memory_order_release);
     }
@@ -62,7 +92,14 @@ int tb_pool_new(int n_threads, tb_pool_t **out) {
     pthread_mutex_init(&p->mu, NULL);
     pthread_cond_init(&p->cv, NULL);
     p->tid = calloc((size_t)n_threads, sizeof *p->tid);
-    if (!p->tid) { free(p); return tb_err(TB_ERR_NOMEM, "out of memory for thread pool"); }
+    p->seat = calloc((size_t)n_threads, sizeof *p->seat);
+    if (!p->tid || !p->seat) {
+        free(p->tid);
+        free(p->seat);
+        free(p);
+        return tb_err(TB_ERR_NOMEM, "out of memory for thread pool");
+    }
+    for (int i = 0; i < n_threads; i++) atomic_init(&p->seat[i], 0);
     for (int i = 1; i < n_threads; i++) {
         worker_arg *wa = malloc(sizeof *wa);
         if (!wa || pthread_create(&p->tid[i], NULL, worker_main, wa ? (wa->p = p, wa->ith = i, wa) : NULL) != 0) {
@@ -78,20 +115,41 @@ int tb_pool_new(int n_threads, tb_pool_t **out) {
 
 int tb_pool_n_threads(const tb_pool_t *p) { return p ? p->n : 1; }
 
-void tb_pool_run(tb_pool_t *p, void (*fn)(void *arg, int ith, int nth), void *arg) {
+static void pool_run(tb_pool_t *p, void (*fn)(void *arg, int ith, int nth), void *arg, bool shared) {
     if (!p || p->n == 1) { fn(arg, 0, 1); return; }
     p->fn = fn;
     p->arg = arg;
     atomic_store(&p->pending, p->n - 1);
     pthread_mutex_lock(&p->mu);
-    atomic_fetch_add_explicit(&p->gen, 1, memory_order_release);
+    const unsigned g = atomic_fetch_add_explicit(&p->gen, 1, memory_order_release) + 1;
     pthread_cond_broadcast(&p->cv);
     pthread_mutex_unlock(&p->mu);
     fn(arg, 0, p->n);
+    if (shared)     /* the work is done: close the seats nobody took */
+        for (int i = 1; i < p->n; i++) {
+            unsigned open = g - 1;
+            if (atomic_compare_exchange_strong_explicit(&p->seat[i], &open, g, memory_order_acq_rel,
+                                                        memory_order_relaxed))
+                atomic_fetch_sub_explicit(&p->pending, 1, memory_order_relaxed);
+        }
     /* the workers finish within a claim of the caller (the passes share
      * their work dynamically): spin with pauses before yielding */
     for (int spins = 0; atomic_load_explicit(&p->pending, memory_order_acquire) > 0;)
         tb_spin_wait(&spins);
+}
+
+void tb_pool_run(tb_pool_t *p, void (*fn)(void *arg, int ith, int nth), void *arg) {
+    pool_run(p, fn, arg, false);
+}
+
+void tb_pool_run_shared(tb_pool_t *p, void (*fn)(void *arg, int ith, int nth), void *arg) {
+    pool_run(p, fn, arg, true);
+}
+
+void tb_pool_hold_next(tb_pool_t *p, int ith, const atomic_int *gate) {
+    if (!p || !gate || ith < 1 || ith >= p->n) return;
+    atomic_store(&p->hold_gate, gate);
+    atomic_store(&p->hold_ith, ith);
 }
 
 void tb_pool_free(tb_pool_t *p) {
@@ -105,5 +163,6 @@ void tb_pool_free(tb_pool_t *p) {
     pthread_cond_destroy(&p->cv);
     pthread_mutex_destroy(&p->mu);
     free(p->tid);
+    free(p->seat);
     free(p);
 }

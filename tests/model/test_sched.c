@@ -10,7 +10,10 @@
  *    thread gets nothing (its range is taken by the others);
  *  - tb_lin_cut_units equals the unit index of tb_lin_cut;
  *  - a prologue run by claims while one thread is held back: that thread
- *    claims nothing and the bytes equal the static split's.
+ *    claims nothing and the bytes equal the static split's;
+ *  - shared pool runs with a worker held past them: the caller does every
+ *    item, the held worker's fn is never called for them, and it takes
+ *    part in the next plain run.
  * Threads only record what they saw; all asserts run on the main thread.
  */
 #include <setjmp.h>
@@ -22,6 +25,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "model/model.h"
 #include "kernels/kernels.h"
@@ -241,12 +245,100 @@ static void test_claimed_prologue(void **st) {
     }
 }
 
+/* ===================================================================== */
+/* Shared runs: a late worker is closed out                               */
+/* ===================================================================== */
+
+#define S_ITEMS 5000
+#define S_LOG 64
+
+typedef struct shared_ctx {
+    int id;                           /* this run's number                        */
+    _Atomic int next;                 /* the next item to claim                   */
+    _Atomic int done[S_ITEMS];        /* claimant + 1 of every item               */
+} shared_ctx;
+
+static _Atomic int cur_id;            /* the run the caller is in                 */
+static _Atomic int n_log;
+static int log_ith[S_LOG], log_id[S_LOG], log_cur[S_LOG];   /* every fn call */
+
+static void shared_worker(void *arg, int ith, int nth) {
+    shared_ctx *c = arg;
+    (void)nth;
+    const int at = atomic_fetch_add(&n_log, 1);
+    if (at < S_LOG) {
+        log_ith[at] = ith;
+        log_id[at] = c->id;
+        log_cur[at] = atomic_load(&cur_id);
+    }
+    for (int i; (i = atomic_fetch_add(&c->next, 1)) < S_ITEMS;) atomic_fetch_add(&c->done[i], ith + 1);
+}
+
+/* The items of run c were each done once; returns how many thread ith did. */
+static int shared_check(const shared_ctx *c, int ith) {
+    int mine = 0;
+    for (int i = 0; i < S_ITEMS; i++) {
+        const int d = atomic_load(&c->done[i]);
+        assert_true(d >= 1);
+        mine += d == ith + 1;
+    }
+    return mine;
+}
+
+/* Worker 1 held past two shared runs: the caller does all their items and
+ * closes worker 1's seat, so fn is never called on worker 1 for them (nor
+ * with a finished run's arg later); released, it takes a seat in each of
+ * the two plain runs that follow, once. (A worker not held may be closed
+ * out of a shared run too when it comes late; in plain runs every worker
+ * runs fn once.) */
+static void test_pool_shared(void **st) {
+    (void)st;
+    static shared_ctx c[4];
+    for (int nth = 2; nth <= 3; nth++) {
+        tb_pool_t *pool;
+        assert_int_equal(tb_pool_new(nth, &pool), TB_OK);
+        static _Atomic int gate;
+        atomic_store(&gate, 0);
+        atomic_store(&n_log, 0);
+        tb_pool_hold_next(pool, 1, &gate);
+        for (int r = 0; r < 4; r++) {   /* shared, shared, plain, plain */
+            memset(&c[r], 0, sizeof c[r]);
+            c[r].id = r + 1;
+            if (r == 2) {                  /* release worker 1 between runs: it must not run fn */
+                atomic_store(&gate, 1);
+                const struct timespec ms20 = {0, 20 * 1000 * 1000};
+                nanosleep(&ms20, NULL);
+            }
+            atomic_store(&cur_id, r + 1);
+            if (r < 2) tb_pool_run_shared(pool, shared_worker, &c[r]);
+            else tb_pool_run(pool, shared_worker, &c[r]);
+            atomic_store(&cur_id, 0);
+            (void)shared_check(&c[r], 0);
+        }
+        int calls[4][3] = {{0}};                  /* [run][ith] */
+        const int n = atomic_load(&n_log);
+        assert_true(n <= S_LOG);
+        for (int i = 0; i < n; i++) {
+            assert_int_equal(log_id[i], log_cur[i]);   /* never a finished run's arg */
+            calls[log_id[i] - 1][log_ith[i]]++;
+        }
+        for (int r = 0; r < 4; r++) {
+            assert_int_equal(calls[r][0], 1);
+            assert_int_equal(calls[r][1], r < 2 ? 0 : 1);
+            if (nth == 3 && r >= 2) assert_int_equal(calls[r][2], 1);
+        }
+        assert_int_equal(shared_check(&c[0], 1) + shared_check(&c[1], 1), 0);
+        tb_pool_free(pool);
+    }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_single_caller),
         cmocka_unit_test(test_pool_threads),
         cmocka_unit_test(test_cut_units),
         cmocka_unit_test(test_claimed_prologue),
+        cmocka_unit_test(test_pool_shared),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
