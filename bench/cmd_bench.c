@@ -130,12 +130,7 @@ static void tok_stats(const double *lat, size_t m, bench_result_t *r) {
     r->tok_ms_p90 = tb_stats_percentile(lat, m, 90.0);
     r->tok_ms_p99 = tb_stats_percentile(lat, m, 99.0);
     r->tok_ms_max = tb_stats_percentile(lat, m, 100.0);
-    double all = 0.0, over = 0.0;
-    for (size_t i = 0; i < m; i++) {
-        all += lat[i];
-        if (lat[i] > 1.5 * r->tok_ms_p50) over += lat[i] - r->tok_ms_p50;
-    }
-    r->stall_pct = all > 0.0 ? 100.0 * over / all : 0.0;
+    r->stall_pct = tb_stats_stall_pct(lat, m, TB_STALL_FACTOR);
 }
 
 /* Test `ti` (prefill if batch, else decode; n tokens) of every variant:

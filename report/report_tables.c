@@ -123,21 +123,22 @@ int rp_tables_write(rp_ctx_t *c) {
     static const char *const lat[] = {"ttft_ms", "itl_p50_ms", "itl_p99_ms", "e2e_ms", "chars_per_s", NULL};
     static const char *const h2[] = {"model", "test", "TTFT ms", "prefill ms", "first decode ms",
                                      "ITL p50 ms", "ITL p90 ms", "ITL p99 ms", "ITL max ms",
-                                     "e2e ms", "chars/s", "chars/token"};
+                                     "stalls %", "e2e ms", "chars/s", "chars/token"};
     rows = 0;
     for (int i = 0; i < s->n_runs; i++) {
         const rp_run_t *r = &s->runs[i];
         for (int j = 0; j < r->n_tests; j++) {
             const rp_test_t *t = &r->tests[j];
             if (!has_any(t, lat)) continue;
-            if (!rows++) rp_doc_table(d, 12, h2, "llrrrrrrrrrr");
-            char x[10][32];
+            if (!rows++) rp_doc_table(d, 13, h2, "llrrrrrrrrrrr");
+            char x[11][32];
             const char *cells[] = {r->series, t->label,
                 fmt_metric(x[0], 32, t, "ttft_ms", 2), fmt_metric(x[1], 32, t, "ttft_prefill_ms", 2),
                 fmt_metric(x[2], 32, t, "ttft_first_decode_ms", 2), fmt_metric(x[3], 32, t, "itl_p50_ms", 2),
                 fmt_metric(x[4], 32, t, "itl_p90_ms", 2), fmt_metric(x[5], 32, t, "itl_p99_ms", 2),
-                fmt_metric(x[6], 32, t, "itl_max_ms", 2), fmt_metric(x[7], 32, t, "e2e_ms", 1),
-                fmt_metric(x[8], 32, t, "chars_per_s", 1), fmt_metric(x[9], 32, t, "chars_per_token", 2)};
+                fmt_metric(x[6], 32, t, "itl_max_ms", 2), fmt_metric(x[10], 32, t, "stall_pct", 1),
+                fmt_metric(x[7], 32, t, "e2e_ms", 1), fmt_metric(x[8], 32, t, "chars_per_s", 1),
+                fmt_metric(x[9], 32, t, "chars_per_token", 2)};
             rp_doc_row(d, cells);
         }
     }

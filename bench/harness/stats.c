@@ -85,6 +85,17 @@ double tb_stats_stability_pct(const double *rates, size_t n) {
     return 100.0 * lo / hi;
 }
 
+double tb_stats_stall_pct(const double *lat, size_t n, double factor) {
+    if (n == 0) return NAN;
+    const double med = tb_stats_median(lat, n);
+    double all = 0.0, over = 0.0;
+    for (size_t i = 0; i < n; i++) {
+        all += lat[i];
+        if (lat[i] > factor * med) over += lat[i] - med;
+    }
+    return all > 0.0 ? 100.0 * over / all : 0.0;
+}
+
 double tb_stats_pick(const tb_stats_summary_t *s, const char *stat) {
     if (!strcmp(stat, "median")) return s->median;
     if (!strcmp(stat, "mean")) return s->mean;

@@ -22,6 +22,11 @@ double tb_stats_median(const double *x, size_t n);
 void   tb_stats_summarize(const double *x, size_t n, tb_stats_summary_t *out);
 /* Stability of a series of rates: 100 * worst / best (100 = perfectly flat). */
 double tb_stats_stability_pct(const double *rates, size_t n);
+/* Stall share of a series of latencies: 100 x the sum, over values above
+ * factor x the median, of their excess over the median, divided by the sum
+ * of all values (0 for a flat series). NAN if n == 0. */
+double tb_stats_stall_pct(const double *lat, size_t n, double factor);
+#define TB_STALL_FACTOR 1.5   /* a token slower than 1.5 x the median is a stall (bench, harness) */
 /* Pick a summary statistic by name: "median", "mean", "min", "max". NAN if unknown. */
 double tb_stats_pick(const tb_stats_summary_t *s, const char *stat);
 

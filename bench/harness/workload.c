@@ -142,6 +142,7 @@ static void itl(tb_rep_t *r, const double *step_ms, size_t n) {
     double mx = 0;
     for (size_t i = 0; i < n; i++) mx = TB_MAX(mx, step_ms[i]);
     metric(r, "itl_max_ms", mx, "ms");
+    metric(r, "stall_pct", tb_stats_stall_pct(step_ms, n, TB_STALL_FACTOR), "%");
 }
 
 /* Memory and energy, common to every kind. */

@@ -147,10 +147,10 @@ static void test_full_run(void **state) {
     /* every metric of every kind, for each repetition and as a summary */
     static const struct { const char *label; const char *metrics; } expect[] = {
         {"pp16", "prefill_tok_per_s prefill_ms peak_rss_bytes session_bytes"},
-        {"tg8@d0", "decode_tok_per_s decode_ms itl_p50_ms itl_p90_ms itl_p99_ms itl_max_ms bytes_per_token achieved_gbps roofline_pct peak_rss_bytes session_bytes"},
+        {"tg8@d0", "decode_tok_per_s decode_ms itl_p50_ms itl_p90_ms itl_p99_ms itl_max_ms stall_pct bytes_per_token achieved_gbps roofline_pct peak_rss_bytes session_bytes"},
         {"tg8@d16", "decode_tok_per_s itl_p99_ms achieved_gbps roofline_pct"},
         {"ttft12", "ttft_ms ttft_prefill_ms ttft_first_decode_ms prefill_tok_per_s session_bytes"},
-        {"pp8+tg12", "ttft_ms ttft_prefill_ms prefill_tok_per_s decode_tok_per_s itl_p50_ms itl_p90_ms itl_p99_ms itl_max_ms e2e_ms chars_per_s chars_per_token generated_tokens achieved_gbps roofline_pct bytes_per_token peak_rss_bytes session_bytes"},
+        {"pp8+tg12", "ttft_ms ttft_prefill_ms prefill_tok_per_s decode_tok_per_s itl_p50_ms itl_p90_ms itl_p99_ms itl_max_ms stall_pct e2e_ms chars_per_s chars_per_token generated_tokens achieved_gbps roofline_pct bytes_per_token peak_rss_bytes session_bytes"},
         {"sustained60", "decode_tok_per_s window_tok_per_s first_window_tok_per_s steady_window_tok_per_s last_window_tok_per_s stability_pct context_full_events generated_tokens achieved_gbps"},
     };
     for (size_t i = 0; i < sizeof expect / sizeof expect[0]; i++) {

@@ -64,6 +64,19 @@ static void test_mean_stddev(void **state) {
     assert_true(isnan(tb_stats_pick(&s, "mode")));
 }
 
+/* Stall share: excess over the median of the values above factor x it. */
+static void test_stall(void **state) {
+    (void)state;
+    const double flat[] = {10, 10, 10, 10, 10};
+    const double one[] = {10, 10, 40, 10, 10};       /* 30 over the median, of 80 */
+    const double mild[] = {10, 14, 10, 10, 10};      /* 1.4 x: not a stall at 1.5 */
+    assert_float_equal(tb_stats_stall_pct(flat, 5, 1.5), 0.0, 1e-12);
+    assert_float_equal(tb_stats_stall_pct(one, 5, 1.5), 100.0 * 30 / 80, 1e-12);
+    assert_float_equal(tb_stats_stall_pct(mild, 5, 1.5), 0.0, 1e-12);
+    assert_float_equal(tb_stats_stall_pct(mild, 5, 1.2), 100.0 * 4 / 54, 1e-12);
+    assert_true(isnan(tb_stats_stall_pct(flat, 0, 1.5)));
+}
+
 static void test_stability(void **state) {
     (void)state;
     const double flat[] = {100, 100, 100};
@@ -99,6 +112,7 @@ int main(void) {
         cmocka_unit_test(test_percentile),
         cmocka_unit_test(test_mean_stddev),
         cmocka_unit_test(test_stability),
+        cmocka_unit_test(test_stall),
         cmocka_unit_test(test_sha256),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

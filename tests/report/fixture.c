@@ -136,6 +136,7 @@ static int generate(sqlite3 *db, int run, double base_ms) {
         if (meas(db, r, "itl_p90_ms", base_ms * 1.05, "ms")) return -1;
         if (meas(db, r, "itl_p99_ms", base_ms * 3.5, "ms")) return -1;
         if (meas(db, r, "itl_max_ms", base_ms * 4.0, "ms")) return -1;
+        if (meas(db, r, "stall_pct", 4.0 + r, "%")) return -1;
         if (meas(db, r, "e2e_ms", 5.0 + 64 * base_ms * 1.1, "ms")) return -1;
         if (meas(db, r, "chars_per_s", 3000.0 / base_ms + r, "chars/s")) return -1;
         if (meas(db, r, "chars_per_token", 3.0, "chars/tok")) return -1;
