@@ -38,7 +38,8 @@ static inline void tb_spin_wait(int *spins) {
  * includes thread 0, and must not count on every ith being called. */
 void tb_pool_run_shared(tb_pool_t *p, void (*fn)(void *arg, int ith, int nth), void *arg);
 /* Test hook: once, worker ith (>= 1) waits for *gate != 0 after it sees
- * the next run and before it takes its seat (a worker that wakes late). */
+ * the next run and before it takes its seat (a worker that wakes late).
+ * Open the gate before tb_pool_free, which joins the worker. */
 void tb_pool_hold_next(tb_pool_t *p, int ith, const _Atomic int *gate);
 
 /* Aligned allocation (64 bytes), zeroed; free with tb_free_aligned. */
