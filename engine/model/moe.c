@@ -87,14 +87,14 @@ static void combine_worker(void *arg, int ith, int nth) {
     }
 }
 
-/* Share k of nth of the decode down pass: its 16-row-aligned output rows
+/* Share sh of nth of the decode down pass: its 16-row-aligned output rows
  * of every selected expert's down matrix, combined into x. */
-static void down1_share(moe_ctx *c, int k, int nth) {
+static void down1_share(moe_ctx *c, int sh, int nth) {
     tb_session_t *s = c->s;
     const int64_t E = s->m->info.n_embd;
     const int K = s->m->info.n_expert_used;
     const int64_t blocks = (E + 15) / 16;
-    const int64_t r0 = TB_MIN(E, blocks * k / nth * 16), r1 = TB_MIN(E, blocks * (k + 1) / nth * 16);
+    const int64_t r0 = TB_MIN(E, blocks * sh / nth * 16), r1 = TB_MIN(E, blocks * (sh + 1) / nth * 16);
     if (r0 >= r1) return;
     for (int k = 0; k < K; k++) {
         const int32_t r = s->row_of[k];
@@ -119,8 +119,8 @@ static void down1_worker(void *arg, int ith, int nth) {
     moe_ctx *c = arg;
     tb_lin_pro_claim_run(&c->claim, &c->pro, nth);
     for (int i = 0; i < nth; i++) {
-        const int k = (ith + i) % nth;
-        if (!atomic_exchange_explicit(&c->taken[k], 1, memory_order_relaxed)) down1_share(c, k, nth);
+        const int sh = (ith + i) % nth;
+        if (!atomic_exchange_explicit(&c->taken[sh], 1, memory_order_relaxed)) down1_share(c, sh, nth);
     }
 }
 
