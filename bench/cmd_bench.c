@@ -49,7 +49,7 @@ typedef struct {
     /* decode only (tok_n > 0): the latency of every timed token of every rep */
     size_t tok_n;                       /* tokens timed: reps x N                  */
     double tok_ms_p50, tok_ms_p90, tok_ms_p99, tok_ms_max;
-    double stall_pct;                   /* % of decode time above 1.5 x p50 (see stalls_of) */
+    double stall_pct;                   /* tb_stats_stall_pct of the latencies      */
     double p50_roofline_pct;            /* roofline % of a token at the median latency */
 } bench_result_t;
 
@@ -117,13 +117,11 @@ static double test_bytes(const bench_var_t *v, bool batch, int n) {
 }
 
 /* Per-token latency figures of a decode test over its m timed tokens:
- * percentiles, and the stall share: 100 x the sum over tokens slower than
- * 1.5 x the median of their time beyond the median, over the sum of all
- * latencies. On a quiet machine it is ~0; time the OS or hypervisor took
- * a core away from a pass (both threads wait for the pass to finish)
- * shows up here rather than in the median, so the median and
- * p50_roofline_pct tell the kernels' speed and stall_pct the machine's
- * interruptions. */
+ * percentiles and the stall share (tb_stats_stall_pct). Time the OS or
+ * hypervisor took a core away from a pass (both threads wait for the pass
+ * to finish) shows up in the stall share rather than in the median, so
+ * the median and p50_roofline_pct tell the kernels' speed and stall_pct
+ * the machine's interruptions. */
 static void tok_stats(const double *lat, size_t m, bench_result_t *r) {
     r->tok_n = m;
     r->tok_ms_p50 = tb_stats_percentile(lat, m, 50.0);
@@ -351,9 +349,10 @@ static void print_table(const bench_var_t *v, int nv, int n_res, const bench_rat
             const bench_result_t *r = &v[k].res[t];
             if (!r->tok_n) continue;
             printf("# %s%s%s: token latency p50 %.2f, p90 %.2f, p99 %.2f, max %.2f ms over %zu tokens; "
-                   "%.1f%% of the time in stalls (tokens > 1.5 x p50); at p50 %.1f%% of roofline\n",
+                   "%.1f%% of the time in stalls (tokens > %.1f x p50); at p50 %.1f%% of roofline\n",
                    r->test, nv > 1 ? " " : "", nv > 1 ? base_name(v[k].path) : "", r->tok_ms_p50,
-                   r->tok_ms_p90, r->tok_ms_p99, r->tok_ms_max, r->tok_n, r->stall_pct, r->p50_roofline_pct);
+                   r->tok_ms_p90, r->tok_ms_p99, r->tok_ms_max, r->tok_n, r->stall_pct, TB_STALL_FACTOR,
+                   r->p50_roofline_pct);
         }
     for (int t = 0; t < n_res; t++)
         for (int k = 1; k < nv; k++) {
