@@ -256,6 +256,20 @@ static void test_kernels_json(void **state) {
     assert_true(num(mv, "gbps") >= num(mv, "median_gbps"));
     assert_true(fabs(num(gm, "gops") * num(gm, "best_us") * 1e3 - gops) < 1e-2 * gops);
     if (strchr(gm, '\n')[1] != '\0') fail_msg("kernels --json: more than two objects: %s", r.out);
+    assert_non_null(strstr(mv, "\"hot\": false"));
+    assert_true(fabs(num(mv, "roofline_pct") - 100.0 * num(mv, "gbps") / num(mv, "bandwidth_gbps")) < 0.01);
+    e2e_res_free(&r);
+
+    /* --hot: the same objects, marked, and no roofline (the bytes come from cache) */
+    E2E_RUN(&r, E2E_NO_LIMIT, "kernels", "--format", "q8_0", "--isa", "generic", "--shape", "16x256", "-t", "1",
+            "--hot", "--json");
+    e2e_assert_clean(&r, "kernels --hot --json");
+    if (r.status != 0) fail_msg("kernels --hot: exit %d: %s", r.status, r.err);
+    assert_non_null(strstr(r.out, "\"kind\": \"matvec\""));
+    assert_non_null(strstr(r.out, "\"kind\": \"gemm\""));
+    assert_null(strstr(r.out, "\"hot\": false"));
+    assert_null(strstr(r.out, "roofline_pct"));
+    assert_true(fabs(num(r.out, "gbps") * num(r.out, "best_us") * 1e3 - mbytes) < 1e-2 * mbytes);
     e2e_res_free(&r);
 
     static const char *const bad[][3] = {{"--format", "q8_0", "16x"}, {"--format", "q8_0", "16x100"},
