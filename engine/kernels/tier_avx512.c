@@ -2,7 +2,8 @@
  * tier_avx512.c — x86-64 AVX-512 F/BW/VL/DQ kernels (compiled with
  * -mavx512f -mavx512bw -mavx512vl -mavx512dq -mavx512vnni -mavx512bf16 on
  * top of the AVX2 set). VNNI instructions run only when the dispatcher saw
- * AVX512_VNNI at run time: each format has a VNNI and a plain variant.
+ * AVX512_VNNI at run time: each format has a VNNI and a plain variant;
+ * BF16 weights use vdpbf16ps only when it saw AVX512_BF16 (x86_bf16_dp.h).
  * Bodies in x86_common.h (512-bit where the format's block fills a ZMM).
  */
 #include "kernels/x86_common.h"
@@ -15,6 +16,7 @@
 #include "kernels/x86_q4_K_rp.h"
 #include "kernels/x86_q8_0_rp.h"
 #include "kernels/x86_ternary.h"
+#include "kernels/x86_bf16_dp.h"
 
 #define DOT_Q8_0(nt, n, s, w, a) dot_q_0(nt, n, s, w, a, false, false)
 #define DOT_Q4_0(nt, n, s, w, a) dot_q_0(nt, n, s, w, a, true, false)
@@ -45,6 +47,7 @@ TB_FXRP_KERNELS(f16, TB_TYPE_F16, 1)                      /* x86_fx_rp.h */
 TB_FXRP_KERNELS(bf16, TB_TYPE_BF16, 2)
 TB_RP_WITH_FALLBACK(f16_512, f16_rp, f16)
 TB_RP_WITH_FALLBACK(bf16_512, bf16_rp, bf16)
+TB_RP_WITH_FALLBACK(bf16_dp, bf16dp, bf16_512)             /* x86_bf16_dp.h: AVX512_BF16 */
 
 TB_RP_WITH_FALLBACK(tq2_0_vnni_rp, tq2_0_rp, tq2_0_vnni)   /* x86_ternary.h */
 TB_RP_WITH_FALLBACK(tq1_0_vnni_rp, tq1_0_rp, tq1_0_vnni)
@@ -121,6 +124,12 @@ void tb_kernels_fill_avx512(tb_kernels_t *k) {
         k->t[fx[i].t].gemm = fx[i].gm;
         k->t[fx[i].t].repack = fx[i].rp;
         k->t[fx[i].t].repack_rows = TB_FXRP_ROWS;
+    }
+    if (tb_cpu.avx512bf16) {   /* vdpbf16ps on the same repacked copy, F32 path beyond it */
+        k->features = tb_cpu.avx512vnni ? "avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx512bf16"
+                                        : "avx512f,avx512bw,avx512vl,avx512dq,avx512bf16";
+        k->t[TB_TYPE_BF16].matvec = matvec_bf16_dp;
+        k->t[TB_TYPE_BF16].gemm = gemm_bf16_dp;
     }
     k->read_sum = read_sum;
 }

@@ -30,7 +30,8 @@
  * (steps alternate two accumulators by parity, the tail is a masked step in
  * the accumulator whose turn it is, one reduce at the end), so the repacked
  * matvec, the repacked gemm and the file-layout kernels all agree bit for
- * bit per (row, token).
+ * bit per (row, token). (BF16 on a CPU with AVX512_BF16 takes
+ * x86_bf16_dp.h's kernels on this copy instead, which round differently.)
  */
 #ifndef TB_X86_FX_RP_H
 #define TB_X86_FX_RP_H
