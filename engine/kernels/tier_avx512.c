@@ -14,6 +14,7 @@
 #include "kernels/x86_kquant.h"
 #include "kernels/x86_q4_0_rp.h"
 #include "kernels/x86_q4_K_rp.h"
+#include "kernels/x86_q6_K_rp.h"
 #include "kernels/x86_q8_0_rp.h"
 #include "kernels/x86_ternary.h"
 #include "kernels/x86_bf16_dp.h"
@@ -56,6 +57,7 @@ TB_RP_WITH_FALLBACK(q8_0_512_rp, q8_0_rp, q8_0_512)       /* x86_q8_0_rp.h */
 TB_X86_KERNELS(q4_K_vnni, DOT_Q4_K_VNNI)
 TB_RP_WITH_FALLBACK(q4_K_vnni_rp, q4_K_rp, q4_K_vnni)     /* x86_q4_K_rp.h */
 TB_X86_KERNELS(q6_K_vnni, DOT_Q6_K_VNNI)
+TB_RP_WITH_FALLBACK(q6_K_vnni_rp, q6_K_rp, q6_K_vnni)     /* x86_q6_K_rp.h */
 
 /* Sum of 64-bit words, 128 bytes per step in two chains. */
 static uint64_t read_sum(const void *p, size_t n) {
@@ -102,6 +104,11 @@ void tb_kernels_fill_avx512(tb_kernels_t *k) {
         k->t[TB_TYPE_Q4_K].repack = repack_q4_K;
         k->t[TB_TYPE_Q4_K].repack_rows = TB_Q4KRP_ROWS;
         TB_X86_SET(k, TB_TYPE_Q6_K, q6_K_vnni, NULL);
+        k->t[TB_TYPE_Q6_K].matvec = matvec_q6_K_vnni_rp;
+        k->t[TB_TYPE_Q6_K].gemm = gemm_q6_K_vnni_rp;
+        k->t[TB_TYPE_Q6_K].repack = repack_q6_K;
+        k->t[TB_TYPE_Q6_K].repack_rows = TB_Q6KRP_ROWS;
+        k->t[TB_TYPE_Q6_K].repack_bytes = repack_bytes_q6_K;   /* blocks in 64-byte aligned pairs */
     } else {
         k->features = "avx512f,avx512bw,avx512vl,avx512dq";
         TB_X86_SET(k, TB_TYPE_Q8_0, q8_0, NULL);

@@ -533,6 +533,56 @@ static void test_tq1_0_shapes(void **state) {
     assert_true(check_shape(TB_TYPE_TQ1_0, 17, QK_K * 65, false));
 }
 
+/* Q6_K (AVX-512 VNNI: 16-row groups, blocks in 64-byte aligned pairs):
+ * one block (an unpaired last block), odd and even block counts, partial
+ * groups, rows of 64 blocks (the repacked path's limit) and of 65 (file
+ * layout). */
+static void test_q6_K_shapes(void **state) {
+    (void)state;
+    static const struct { int64_t rows, n; } shapes[] = {
+        {1, QK_K}, {15, QK_K * 3}, {17, QK_K * 5}, {33, QK_K * 8}, {16, QK_K * 2}, {32, QK_K * 7}, {17, QK_K * 64},
+    };
+    if (!tb_kernels()->t[TB_TYPE_Q6_K].repack) {
+        assert_false(check_shape(TB_TYPE_Q6_K, 17, QK_K, true));
+        skip();
+    }
+    for (size_t i = 0; i < TB_ARRAY_LEN(shapes); i++)
+        assert_true(check_shape(TB_TYPE_Q6_K, shapes[i].rows, shapes[i].n, true));
+    assert_true(check_shape(TB_TYPE_Q6_K, 17, QK_K * 65, false));
+}
+
+/* Q6_K on the repacked layout with arbitrary bytes: ql and qh take every
+ * value 0..255 (so every 6-bit code), scales every int8 including -128,
+ * one row of 0xFF codes at scale -128 (the largest |S|: 16 sub-blocks of
+ * 16 x 32 x 128 x 128 = 2^27), d of both signs; activations all -128, all
+ * +127, then random. matvec within budget of the _ref, gemm (1..9 tokens)
+ * bit-identical to matvec, rows outside [r0, r1) untouched. */
+static void test_q6_K_bytes(void **state) {
+    (void)state;
+    const tb_type_kernels_t *e = &tb_kernels()->t[TB_TYPE_Q6_K];
+    if (!e->repack) skip();
+    static const struct { int64_t rows, nb, r0, r1; } cases[] = {{21, 3, 3, 19}, {40, 8, 16, 37}, {16, 1, 0, 16}};
+    enum { NT = 9 };
+    for (size_t c = 0; c < TB_ARRAY_LEN(cases); c++) {
+        const int64_t rows = cases[c].rows, nb = cases[c].nb, n = QK_K * nb, r0 = cases[c].r0, r1 = cases[c].r1;
+        const size_t ws = tb_type_row_bytes(TB_TYPE_Q6_K, n), as = tb_act_row_bytes(TB_TYPE_Q6_K, n);
+        uint8_t *W = xalloc(ws * (size_t)rows);   // (rows, n) Q6_K
+        unsigned v = 0;
+        for (int64_t r = 0; r < rows; r++)
+            for (int64_t i = 0; i < nb; i++) {
+                block_q6_K *b = (block_q6_K *)(W + ws * (size_t)r) + i;
+                const bool ff = r == 5;
+                b->d = tb_fp32_to_fp16((r % 3 == 1 ? -1.0f : 1.0f) * (0.5f + frand() * frand()));
+                for (size_t j = 0; j < sizeof b->ql; j++) b->ql[j] = ff ? 0xFF : (uint8_t)(v++ * 7 + (rnd() & 1));
+                for (size_t j = 0; j < sizeof b->qh; j++) b->qh[j] = ff ? 0xFF : (uint8_t)(v++ * 13);
+                for (size_t j = 0; j < sizeof b->scales; j++) b->scales[j] = (int8_t)(ff ? -128 : (int)(v++ * 11 % 256) - 128);
+            }
+        uint8_t *A = xalloc(as * NT);   // (NT, n / 256) Q8_K
+        fill_q8_K_extremes(A, as, NT, nb, 2);
+        check_registered(TB_TYPE_Q6_K, W, ws, rows, n, A, as, NT, r0, r1, "q6_K bytes");
+    }
+}
+
 /* TQ1_0 on the repacked layout with arbitrary bytes: qs and qh take every
  * value 0..255 (bytes >= 243 are not produced by the quantizer but the
  * format decodes them, and the repack must decode them the same way), one
@@ -601,6 +651,8 @@ int main(void) {
         cmocka_unit_test(test_q4_K_extremes),
         cmocka_unit_test(test_q8_0_shapes),
         cmocka_unit_test(test_q8_0_extremes),
+        cmocka_unit_test(test_q6_K_shapes),
+        cmocka_unit_test(test_q6_K_bytes),
         cmocka_unit_test(test_tq1_0_shapes),
         cmocka_unit_test(test_tq1_0_bytes),
         cmocka_unit_test(test_ternary_tiers),
