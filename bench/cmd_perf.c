@@ -102,6 +102,10 @@ int cmd_bandwidth(int argc, char **argv) {
 static const struct { int64_t rows, cols; } shapes[] = {
     {2048, 2048}, {512, 2048}, {2048, 512}, {2048, 5632}, {151936, 2048},
 };
+/* --hot without --shape: these row lengths, rows up to HOT_BYTES of weights
+ * (a quarter of a 1 MiB L2, so the copy stays there between calls). */
+static const int64_t hot_cols[] = {2048, 512, 5632};
+#define HOT_BYTES ((size_t)256 << 10)
 #define GEMM_ROWS 2048
 #define GEMM_COLS 2048
 #define GEMM_TOK 64
@@ -202,9 +206,16 @@ static int run_kernels_format(const kernels_opts_t *o, tb_type_t t, const tb_isa
     const int64_t blk = tb_type_block_elems(t);
     double *ns = malloc(sizeof(double) * 8 * MAX_SAMPLES);   /* (tier, sample): ns per call */
     if (!ns) { fprintf(stderr, "ternbench kernels: out of memory\n"); return 1; }
-    const size_t n_shapes = o->rows ? 1 : sizeof shapes / sizeof shapes[0];
+    size_t n_shapes = o->rows ? 1 : sizeof shapes / sizeof shapes[0];
+    if (!o->rows && o->hot) n_shapes = sizeof hot_cols / sizeof hot_cols[0];
     for (size_t s = 0; s < n_shapes; s++) {
-        const int64_t rows = o->rows ? o->rows : shapes[s].rows, cols = o->rows ? o->cols : shapes[s].cols;
+        int64_t rows = o->rows ? o->rows : shapes[s].rows, cols = o->rows ? o->cols : shapes[s].cols;
+        if (!o->rows && o->hot) {   /* the decode set's row lengths, as many rows as fit HOT_BYTES */
+            cols = hot_cols[s];
+            if (cols % blk) continue;
+            rows = (int64_t)(HOT_BYTES / tb_type_row_bytes(t, cols)) / 16 * 16;
+            if (rows < 16) rows = 16;
+        }
         if (cols % blk) continue;
         const size_t wbytes = tb_type_row_bytes(t, cols) * (size_t)rows;
         const int copies = o->hot ? 1 : (int)((MIN_COPY_BYTES + wbytes - 1) / wbytes);
@@ -281,7 +292,8 @@ int cmd_kernels(int argc, char **argv) {
             fprintf(stderr, "usage: ternbench kernels [--format F] [--isa I] [-t N] [--shape RxC] [--hot] [--json]\n"
                             "  --shape RxC  one matvec shape (and the gemm on it) instead of the decode set\n"
                             "  --hot        one copy of each matrix, so a shape that fits the caches is read\n"
-                            "               from them: the kernel's arithmetic ceiling, not its roofline\n"
+                            "               from them: the kernel's arithmetic ceiling, not its roofline;\n"
+                            "               without --shape, rows of 2048, 512 and 5632 columns, 256 KiB each\n"
                             "  --json       one object per (format, tier, kind, shape), best and median\n");
             return 2;
         }

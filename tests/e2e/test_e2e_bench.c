@@ -272,6 +272,24 @@ static void test_kernels_json(void **state) {
     assert_true(fabs(num(r.out, "gbps") * num(r.out, "best_us") * 1e3 - mbytes) < 1e-2 * mbytes);
     e2e_res_free(&r);
 
+    /* --hot without --shape: one matvec per row length 2048, 512, 5632, each at most 256 KiB of
+     * weights in whole 16-row groups, then the gemm */
+    E2E_RUN(&r, E2E_NO_LIMIT, "kernels", "--format", "q8_0", "--isa", "generic", "-t", "1", "--hot", "--json");
+    e2e_assert_clean(&r, "kernels --hot --json (decode set)");
+    if (r.status != 0) fail_msg("kernels --hot: exit %d: %s", r.status, r.err);
+    static const int hot_cols[] = {2048, 512, 5632};
+    const char *o = r.out;
+    for (int i = 0; i < 3; i++, o = strchr(o, '\n') + 1) {
+        str(o, "kind", got, sizeof got);
+        assert_string_equal(got, "matvec");
+        const double rows = num(o, "rows"), cols = num(o, "cols"), bytes = rows * cols / 32 * 34;
+        assert_int_equal((int)cols, hot_cols[i]);
+        assert_true((int)rows % 16 == 0 && bytes <= 256.0 * 1024 && bytes + 16 * cols / 32 * 34 > 256.0 * 1024);
+    }
+    str(o, "kind", got, sizeof got);
+    assert_string_equal(got, "gemm");
+    e2e_res_free(&r);
+
     static const char *const bad[][3] = {{"--format", "q8_0", "16x"}, {"--format", "q8_0", "16x100"},
                                          {"--isa", "generic", "16x256"}};
     static const char *const why[] = {"ROWSxCOLS", "multiple of 32", "needs --format"};
