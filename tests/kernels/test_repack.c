@@ -312,7 +312,7 @@ static void test_q4_0_shapes(void **state) {
 
 /* F32, F16 and BF16 (AVX-512: 8 rows interleaved per 16-element step, the
  * n % 16 tail stored per row after the steps): columns 1..15 (tail only),
- * 16, 17, 31, 33 and odd lengths past 2048, 1/7/9/37-row matrices and
+ * 16, 17, 31, 33, odd lengths past 2048 and 8192, 1/7/9/37-row matrices and
  * ranges that cut groups; the file bytes are poisoned, so a wrong step or
  * tail offset reads 0xA5 garbage. */
 static void test_fx_shapes(void **state) {
@@ -320,6 +320,7 @@ static void test_fx_shapes(void **state) {
     static const tb_type_t fx[] = {TB_TYPE_F32, TB_TYPE_F16, TB_TYPE_BF16};
     static const struct { int64_t rows, n; } shapes[] = {
         {1, 1}, {7, 15}, {9, 16}, {37, 17}, {8, 31}, {17, 33}, {9, 2048 + 5}, {16, 5632}, {3, 100},
+        {9, 8192}, {9, 8192 + 17},   /* BF16 with AVX512_BF16: the longest rows its kernel takes, and the F32 path past them */
     };
     int n_rp = 0;
     for (size_t f = 0; f < TB_ARRAY_LEN(fx); f++) {
