@@ -335,21 +335,30 @@ static void test_fx_shapes(void **state) {
     if (!n_rp) skip();
 }
 
+/* A K-block format's repacked path (16-row groups of 256-element blocks,
+ * up to 64 blocks per row): every shape of the list (repacked, poisoned
+ * file bytes) and a 65-block row (file layout, gemm == matvec still);
+ * on a tier that does not repack t, registration is a no-op and the test
+ * is skipped. */
+typedef struct { int64_t rows, n; } kb_shape_t;
+static void check_kblock_shapes(tb_type_t t, const kb_shape_t *shapes, size_t n_shapes) {
+    if (!tb_kernels()->t[t].repack) {
+        assert_false(check_shape(t, 17, QK_K, true));
+        skip();
+    }
+    for (size_t i = 0; i < n_shapes; i++) assert_true(check_shape(t, shapes[i].rows, shapes[i].n, true));
+    assert_true(check_shape(t, 17, QK_K * 65, false));
+}
+
 /* Q4_K (16-row groups of 256-element blocks on AVX-512): one row,
  * partial groups, odd block counts, rows of 64 blocks (the longest the
  * AVX-512 repacked path takes) and of 65 (file-layout fallback). */
 static void test_q4_K_shapes(void **state) {
     (void)state;
-    static const struct { int64_t rows, n; } shapes[] = {
+    static const kb_shape_t shapes[] = {
         {1, QK_K}, {15, QK_K * 3}, {17, QK_K * 7}, {33, QK_K * 64}, {32, QK_K * 2},
     };
-    if (!tb_kernels()->t[TB_TYPE_Q4_K].repack) {
-        assert_false(check_shape(TB_TYPE_Q4_K, 17, QK_K, true));
-        skip();
-    }
-    for (size_t i = 0; i < TB_ARRAY_LEN(shapes); i++)
-        assert_true(check_shape(TB_TYPE_Q4_K, shapes[i].rows, shapes[i].n, true));
-    assert_true(check_shape(TB_TYPE_Q4_K, 17, QK_K * 65, false));
+    check_kblock_shapes(TB_TYPE_Q4_K, shapes, TB_ARRAY_LEN(shapes));
 }
 
 /* Q4_K on the repacked layout with hand-made extremes: every scale byte
@@ -522,16 +531,10 @@ static void test_ternary_tiers(void **state) {
  * repacked rows (64 blocks) and the file-layout fallback (65). */
 static void test_tq1_0_shapes(void **state) {
     (void)state;
-    static const struct { int64_t rows, n; } shapes[] = {
+    static const kb_shape_t shapes[] = {
         {1, QK_K}, {15, QK_K * 3}, {17, QK_K * 5}, {33, QK_K * 22}, {16, QK_K * 2}, {32, QK_K * 7}, {17, QK_K * 64},
     };
-    if (!tb_kernels()->t[TB_TYPE_TQ1_0].repack) {
-        assert_false(check_shape(TB_TYPE_TQ1_0, 17, QK_K, true));
-        skip();
-    }
-    for (size_t i = 0; i < TB_ARRAY_LEN(shapes); i++)
-        assert_true(check_shape(TB_TYPE_TQ1_0, shapes[i].rows, shapes[i].n, true));
-    assert_true(check_shape(TB_TYPE_TQ1_0, 17, QK_K * 65, false));
+    check_kblock_shapes(TB_TYPE_TQ1_0, shapes, TB_ARRAY_LEN(shapes));
 }
 
 /* Q6_K (AVX-512 VNNI: 16-row groups, blocks in 64-byte aligned pairs):
@@ -540,16 +543,10 @@ static void test_tq1_0_shapes(void **state) {
  * layout). */
 static void test_q6_K_shapes(void **state) {
     (void)state;
-    static const struct { int64_t rows, n; } shapes[] = {
+    static const kb_shape_t shapes[] = {
         {1, QK_K}, {15, QK_K * 3}, {17, QK_K * 5}, {33, QK_K * 8}, {16, QK_K * 2}, {32, QK_K * 7}, {17, QK_K * 64},
     };
-    if (!tb_kernels()->t[TB_TYPE_Q6_K].repack) {
-        assert_false(check_shape(TB_TYPE_Q6_K, 17, QK_K, true));
-        skip();
-    }
-    for (size_t i = 0; i < TB_ARRAY_LEN(shapes); i++)
-        assert_true(check_shape(TB_TYPE_Q6_K, shapes[i].rows, shapes[i].n, true));
-    assert_true(check_shape(TB_TYPE_Q6_K, 17, QK_K * 65, false));
+    check_kblock_shapes(TB_TYPE_Q6_K, shapes, TB_ARRAY_LEN(shapes));
 }
 
 /* Q6_K on the repacked layout with arbitrary bytes: ql and qh take every
