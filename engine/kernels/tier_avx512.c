@@ -48,7 +48,9 @@ TB_FXRP_KERNELS(f16, TB_TYPE_F16, 1)                      /* x86_fx_rp.h */
 TB_FXRP_KERNELS(bf16, TB_TYPE_BF16, 2)
 TB_RP_WITH_FALLBACK(f16_512, f16_rp, f16)
 TB_RP_WITH_FALLBACK(bf16_512, bf16_rp, bf16)
+#if defined(__AVX512BF16__)
 TB_RP_WITH_FALLBACK(bf16_dp, bf16dp, bf16_512)             /* x86_bf16_dp.h: AVX512_BF16 */
+#endif
 
 TB_RP_WITH_FALLBACK(tq2_0_vnni_rp, tq2_0_rp, tq2_0_vnni)   /* x86_ternary.h */
 TB_RP_WITH_FALLBACK(tq1_0_vnni_rp, tq1_0_rp, tq1_0_vnni)
@@ -132,11 +134,13 @@ void tb_kernels_fill_avx512(tb_kernels_t *k) {
         k->t[fx[i].t].repack = fx[i].rp;
         k->t[fx[i].t].repack_rows = TB_FXRP_ROWS;
     }
+#if defined(__AVX512BF16__)
     if (tb_cpu.avx512bf16) {   /* vdpbf16ps on the same repacked copy, F32 path beyond it */
         k->features = tb_cpu.avx512vnni ? "avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx512bf16"
                                         : "avx512f,avx512bw,avx512vl,avx512dq,avx512bf16";
         k->t[TB_TYPE_BF16].matvec = matvec_bf16_dp;
         k->t[TB_TYPE_BF16].gemm = gemm_bf16_dp;
     }
+#endif
     k->read_sum = read_sum;
 }
