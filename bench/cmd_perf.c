@@ -206,17 +206,16 @@ static int run_kernels_format(const kernels_opts_t *o, tb_type_t t, const tb_isa
     const int64_t blk = tb_type_block_elems(t);
     double *ns = malloc(sizeof(double) * 8 * MAX_SAMPLES);   /* (tier, sample): ns per call */
     if (!ns) { fprintf(stderr, "ternbench kernels: out of memory\n"); return 1; }
-    size_t n_shapes = o->rows ? 1 : sizeof shapes / sizeof shapes[0];
-    if (!o->rows && o->hot) n_shapes = sizeof hot_cols / sizeof hot_cols[0];
+    const bool hot_set = !o->rows && o->hot;   /* the decode set's row lengths, as many rows as fit HOT_BYTES */
+    const size_t n_shapes = o->rows ? 1 : hot_set ? sizeof hot_cols / sizeof hot_cols[0] : sizeof shapes / sizeof shapes[0];
     for (size_t s = 0; s < n_shapes; s++) {
         int64_t rows = o->rows ? o->rows : shapes[s].rows, cols = o->rows ? o->cols : shapes[s].cols;
-        if (!o->rows && o->hot) {   /* the decode set's row lengths, as many rows as fit HOT_BYTES */
-            cols = hot_cols[s];
-            if (cols % blk) continue;
+        if (hot_set) cols = hot_cols[s];
+        if (cols % blk) continue;
+        if (hot_set) {
             rows = (int64_t)(HOT_BYTES / tb_type_row_bytes(t, cols)) / 16 * 16;
             if (rows < 16) rows = 16;
         }
-        if (cols % blk) continue;
         const size_t wbytes = tb_type_row_bytes(t, cols) * (size_t)rows;
         const int copies = o->hot ? 1 : (int)((MIN_COPY_BYTES + wbytes - 1) / wbytes);
         tb_weights_t *pw[8] = {NULL};   /* per tier: prepared as the model's (huge pages, repacked) */

@@ -28,7 +28,7 @@
  *   tail        the n % 16 last elements of each row (stored per row after
  *               the steps) as a masked step, zeros beyond, in the
  *               accumulator whose turn it is;
- *   reduce      v = acc0 + acc1, then the row's 8 lanes in a fixed tree.
+ *   reduce      v = acc0 + acc1, then the row's 8 lanes by hsum_ps256's fixed tree.
  * The F32 path rounds differently, so results depend on whether the CPU
  * has AVX512_BF16 (within the budget); the file-layout kernel (no repacked
  * copy: unregistered matrices) stays on the F32 path.
@@ -65,14 +65,6 @@ TB_INLINE void bf16dp_split(const float *x, int64_t n, uint16_t *hi, uint16_t *l
 /* ---------------------------------------------------------------------- */
 /* One group                                                                */
 /* ---------------------------------------------------------------------- */
-
-/* Sum of the 8 lanes of v, in a fixed tree. */
-TB_INLINE float bf16dp_hsum8(__m256 v) {
-    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-    s = _mm_add_ss(s, _mm_movehdup_ps(s));
-    return _mm_cvtss_f32(s);
-}
 
 /* acc + w * (16 bf16 at p in both 256-bit halves). */
 TB_INLINE __m512 bf16dp_step(__m512 acc, __m512i w, const uint16_t *p) {
@@ -133,8 +125,8 @@ TB_INLINE void bf16dp_grp(int nt, const uint16_t *G, int64_t n, const uint16_t *
         TB_UNROLL
         for (int j = 0; j < P; j++) {
             const __m512 v = _mm512_add_ps(acc[t][0][j], acc[t][1][j]);
-            out[t][2 * j] = bf16dp_hsum8(_mm512_castps512_ps256(v));
-            out[t][2 * j + 1] = bf16dp_hsum8(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)));
+            out[t][2 * j] = hsum_ps256(_mm512_castps512_ps256(v));
+            out[t][2 * j + 1] = hsum_ps256(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)));
         }
 }
 
