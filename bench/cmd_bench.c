@@ -248,7 +248,12 @@ static const char *base_name(const char *path) {
 /* The per-phase split of a profiled decode run: ms per token, share of the
  * run's wall time, weight GB/s of the phase and its % of the roofline bw
  * (the tg test's median probe). Attention's GB/s counts the KV bytes
- * tb_model_bytes_per_token gives for the run's mid depth. */
+ * tb_model_bytes_per_token gives for the run's mid depth. Then where the
+ * phase's pool passes spend their time, per pass: waking the threads, the
+ * prologue (norm / SwiGLU / quantization and its wait), the tail (first
+ * thread done until the pass returns), and the GB/s of what is left (the
+ * threads streaming rows): a short pass that loses to these and a long
+ * one that streams slowly look alike in the GB/s column, not here. */
 static void print_profile(const char *path, const tb_profile_t *p, const tb_bytes_per_token_t *bpt,
                           double bw, bool json) {
     const double tok = (double)p->tokens;
@@ -258,18 +263,32 @@ static void print_profile(const char *path, const tb_profile_t *p, const tb_byte
         cmd_json_str(path);
         printf(", \"total_ms_per_token\": %.4f, \"phases\": [", p->total_ns / 1e6 / tok);
     } else {
-        printf("# profile of %s, one more decode run (%.0f tokens, %.3f ms/token):\n%-10s %10s %7s %9s %9s\n",
-               base_name(path), tok, p->total_ns / 1e6 / tok, "phase", "ms/token", "share", "GB/s", "roofline");
+        printf("# profile of %s, one more decode run (%.0f tokens, %.3f ms/token):\n"
+               "%-10s %10s %7s %9s %9s %9s %8s %7s %8s %7s %9s\n",
+               base_name(path), tok, p->total_ns / 1e6 / tok, "phase", "ms/token", "share", "GB/s", "roofline",
+               "pass/tok", "us/pass", "wake", "prologue", "tail", "stream");
     }
     for (int i = 0; i < TB_PHASE_COUNT; i++) {
         const tb_phase_stats_t *ph = &p->phase[i];
         rest = rest > ph->ns ? rest - ph->ns : 0;
         const double bytes = i == TB_PHASE_ATTENTION ? (double)bpt->kv * tok : (double)ph->bytes;
         const double gbps = ph->ns ? bytes / (double)ph->ns : 0;
+        const double np = ph->passes ? (double)ph->passes : 1.0;          /* per-pass figures, us */
+        const double over = (double)(ph->wake_ns + ph->prologue_ns + ph->tail_ns);
+        const double stream = (double)ph->ns > over ? bytes / ((double)ph->ns - over) : 0;   /* GB/s */
         if (json)
             printf("%s{\"phase\": \"%s\", \"ms_per_token\": %.4f, \"share_pct\": %.2f, \"gbps\": %.3f, "
-                   "\"roofline_pct\": %.2f}", i ? ", " : "", tb_phase_name((tb_phase_t)i), ph->ns / 1e6 / tok,
-                   100.0 * (double)ph->ns / (double)p->total_ns, gbps, 100.0 * gbps / bw);
+                   "\"roofline_pct\": %.2f, \"passes_per_token\": %.3f, \"us_per_pass\": %.3f, "
+                   "\"wake_us\": %.3f, \"prologue_us\": %.3f, \"tail_us\": %.3f, \"stream_gbps\": %.3f}",
+                   i ? ", " : "", tb_phase_name((tb_phase_t)i), ph->ns / 1e6 / tok,
+                   100.0 * (double)ph->ns / (double)p->total_ns, gbps, 100.0 * gbps / bw, ph->passes / tok,
+                   ph->ns / 1e3 / np, ph->wake_ns / 1e3 / np, ph->prologue_ns / 1e3 / np, ph->tail_ns / 1e3 / np,
+                   stream);
+        else if (ph->calls && ph->passes)
+            printf("%-10s %10.3f %6.1f%% %9.2f %8.1f%% %9.1f %8.2f %7.2f %8.2f %7.2f %9.2f\n",
+                   tb_phase_name((tb_phase_t)i), ph->ns / 1e6 / tok, 100.0 * (double)ph->ns / (double)p->total_ns,
+                   gbps, 100.0 * gbps / bw, ph->passes / tok, ph->ns / 1e3 / np, ph->wake_ns / 1e3 / np,
+                   ph->prologue_ns / 1e3 / np, ph->tail_ns / 1e3 / np, stream);
         else if (ph->calls)
             printf("%-10s %10.3f %6.1f%% %9.2f %8.1f%%\n", tb_phase_name((tb_phase_t)i), ph->ns / 1e6 / tok,
                    100.0 * (double)ph->ns / (double)p->total_ns, gbps, 100.0 * gbps / bw);

@@ -483,6 +483,18 @@ typedef struct tb_phase_stats {
     uint64_t ns;          /* wall time on the calling thread               */
     uint64_t bytes;       /* weight bytes the phase's matrix passes read   */
     uint64_t calls;
+    /* Where the time of the phase's pool passes goes (every pass of a
+     * thread pool: a matrix pass, the decode attention, the MoE decode
+     * down pass), summed over passes in ns:
+     *   wake_ns      pass start until the last of its threads entered it;
+     *   prologue_ns  per thread, entry until its rows start (norm /
+     *                SwiGLU / quantization and the wait for all of it),
+     *                averaged over the pass's threads;
+     *   tail_ns      the first thread done with its rows until the pass
+     *                returned (imbalance and hand-back).
+     * What is left of ns / passes is the threads streaming their rows. */
+    uint64_t passes;
+    uint64_t wake_ns, prologue_ns, tail_ns;
 } tb_phase_stats_t;
 
 typedef struct tb_profile {

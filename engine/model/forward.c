@@ -65,7 +65,7 @@ static void lin_multi(tb_session_t *s, tb_phase_t ph, tb_lin_pro_t *pro, const t
         }
         if (p.kind == TB_PRO_QUANT && !p.q) p.kind = TB_PRO_NONE;
         const uint64_t t0 = tb_prof_start(s);
-        tb_lin_run(s->pool, s->sched, &p, s->jobs, nj);
+        tb_lin_run(s->pool, s->sched, &p, s->jobs, nj, tb_prof_clock(s));
         tb_prof_end_jobs(s, ph, t0, s->jobs, nj);
         first = false;
     }

@@ -99,6 +99,7 @@ typedef struct lin_pass {
     tb_sched_t *sched;               /* (nth) ranges of 16-row units */
     int64_t min_units;               /* smallest claim               */
     tb_lin_pro_claim_t claim;
+    tb_pass_clock_t *clk;            /* NULL unless profiling        */
 } lin_pass;
 
 static double job_row_cost(const tb_lin_job_t *j) {
@@ -181,16 +182,19 @@ void tb_lin_pro_claim_run(tb_lin_pro_claim_t *c, const tb_lin_pro_t *p, int nth)
 
 static void lin_worker(void *arg, int ith, int nth) {
     lin_pass *p = arg;
+    tb_pass_clock_mark(p->clk, ith, TB_CLK_ENTRY);
     if (p->pro) tb_lin_pro_claim_run(&p->claim, p->pro, nth);
+    tb_pass_clock_mark(p->clk, ith, TB_CLK_ROWS);
     int64_t u0, u1;
     while (tb_sched_next(p->sched, ith, nth, p->min_units, &u0, &u1))
         lin_units(p->jobs, p->n_jobs, u0, u1);
+    tb_pass_clock_mark(p->clk, ith, TB_CLK_DONE);
 }
 
 void tb_lin_run(tb_pool_t *pool, tb_sched_t *sched, const tb_lin_pro_t *pro,
-                const tb_lin_job_t *jobs, int n_jobs) {
+                const tb_lin_job_t *jobs, int n_jobs, tb_pass_clock_t *clk) {
     lin_pass p = {.pro = pro && pro->kind != TB_PRO_NONE ? pro : NULL, .jobs = jobs,
-                  .n_jobs = n_jobs, .sched = sched};
+                  .n_jobs = n_jobs, .sched = sched, .clk = clk};
     atomic_init(&p.claim.next, 0);
     atomic_init(&p.claim.done, 0);
     if (n_jobs == 0 && !p.pro) return;
@@ -208,7 +212,9 @@ void tb_lin_run(tb_pool_t *pool, tb_sched_t *sched, const tb_lin_pro_t *pro,
     /* claims of >= CHUNK_MIN_BYTES on average rows */
     const double unit_cost = units ? cost / (double)units * ROW_ALIGN : 1.0;
     p.min_units = TB_MAX(1, (int64_t)(CHUNK_MIN_BYTES / unit_cost));
+    tb_pass_clock_begin(clk);
     tb_pool_run_shared(pool, lin_worker, &p);   /* claimed prologue and rows: thread 0 can do it all */
+    tb_pass_clock_end(clk);
 }
 
 size_t tb_lin_quantize(tb_type_t wtype, const float *x, int64_t x_ld, int64_t n,

@@ -243,14 +243,44 @@ void tb_sched_init(tb_sched_t *s, int nth, const int64_t *cut);
  * range is empty. Each unit is returned to exactly one caller. */
 bool tb_sched_next(tb_sched_t *s, int ith, int nth, int64_t min_units, int64_t *u0, int64_t *u1);
 
+/* ---- the pass clock (profile.c): where a pool pass's time goes ---------- */
+
+/* Per-thread timestamps of one pool pass, kept only while profiling: each
+ * thread that runs the pass writes its own row of t (entry into the pass,
+ * start of its rows after the prologue, end of its rows), the caller folds
+ * the pass into the sums after the pool returns. A worker whose seat was
+ * closed (it came too late) leaves its row at 0 and is not counted. */
+typedef struct tb_pass_clock {
+    int nth;                         /* pool threads                        */
+    uint64_t *t;                     /* (nth, TB_CLK_STRIDE) ns: entry,
+                                        rows, done (a cache line a thread) */
+    uint64_t t_start;                /* caller, just before the pool run    */
+    /* sums since the last tb_prof_end, in ns */
+    uint64_t passes, wake_ns, prologue_ns, tail_ns;
+} tb_pass_clock_t;
+
+enum { TB_CLK_ENTRY = 0, TB_CLK_ROWS = 1, TB_CLK_DONE = 2, TB_CLK_STRIDE = 8 };
+
+/* Before a pass (c may be NULL: profiling off, then all three are no-ops). */
+void tb_pass_clock_begin(tb_pass_clock_t *c);
+/* Thread ith reached point k (TB_CLK_*) of the pass. */
+static inline void tb_pass_clock_mark(tb_pass_clock_t *c, int ith, int k) {
+    if (c) c->t[ith * TB_CLK_STRIDE + k] = tb_now_ns();
+}
+/* After the pool run returned: per pass, wake = the last participant's
+ * entry - t_start; prologue = the participants' mean (rows - entry);
+ * tail = now - the first participant's done. */
+void tb_pass_clock_end(tb_pass_clock_t *c);
+
 /* Run all jobs in ONE pool pass, after the prologue `pro` (NULL: none):
  * the rows of all jobs are concatenated as 16-row units, each thread
  * starts on a contiguous range of them balanced by bytes (tb_lin_cut) and
  * then helps the others (tb_sched_next); each row is computed by exactly
  * one kernel call (matvec when n_tok == 1, else gemm), so the result does
- * not depend on the thread count or timing. sched: (pool threads) lines. */
+ * not depend on the thread count or timing. sched: (pool threads) lines;
+ * clk: the profile's pass clock, NULL when not profiling. */
 void tb_lin_run(tb_pool_t *pool, tb_sched_t *sched, const tb_lin_pro_t *pro,
-                const tb_lin_job_t *jobs, int n_jobs);
+                const tb_lin_job_t *jobs, int n_jobs, tb_pass_clock_t *clk);
 
 /* Where thread k of nth starts in a pass over jobs: the (job, row) after
  * cutting the concatenated rows into nth ranges of equal work (rows x

@@ -35,6 +35,7 @@ typedef struct moe_ctx {
     size_t h_stride;
     tb_lin_pro_claim_t claim;
     _Atomic int taken[TB_SCHED_MAX_THREADS];   /* decode down: share k claimed */
+    tb_pass_clock_t *clk;     /* NULL unless profiling                   */
 } moe_ctx;
 
 /* ===================================================================== */
@@ -79,12 +80,15 @@ static void combine_rows(tb_session_t *s, int32_t t, int64_t i0, int64_t i1) {
 /* Prefill: combine per (token, 256-wide chunk). */
 static void combine_worker(void *arg, int ith, int nth) {
     const moe_ctx *c = arg;
+    tb_pass_clock_mark(c->clk, ith, TB_CLK_ENTRY);
+    tb_pass_clock_mark(c->clk, ith, TB_CLK_ROWS);
     const int64_t E = c->s->m->info.n_embd, ce = 256, nc = (E + ce - 1) / ce;
     const int64_t items = (int64_t)c->n * nc;
     for (int64_t it = items * ith / nth; it < items * (ith + 1) / nth; it++) {
         const int64_t c0 = (it % nc) * ce;
         combine_rows(c->s, (int32_t)(it / nc), c0, TB_MIN(E, c0 + ce));
     }
+    tb_pass_clock_mark(c->clk, ith, TB_CLK_DONE);
 }
 
 /* Share sh of nth of the decode down pass: its 16-row-aligned output rows
@@ -117,11 +121,14 @@ static void down1_share(moe_ctx *c, int sh, int nth) {
  * (maple-preview, ctx 512, 2 threads, reps alternating in one process). */
 static void down1_worker(void *arg, int ith, int nth) {
     moe_ctx *c = arg;
+    tb_pass_clock_mark(c->clk, ith, TB_CLK_ENTRY);
     tb_lin_pro_claim_run(&c->claim, &c->pro, nth);
+    tb_pass_clock_mark(c->clk, ith, TB_CLK_ROWS);
     for (int i = 0; i < nth; i++) {
         const int sh = (ith + i) % nth;
         if (!atomic_exchange_explicit(&c->taken[sh], 1, memory_order_relaxed)) down1_share(c, sh, nth);
     }
+    tb_pass_clock_mark(c->clk, ith, TB_CLK_DONE);
 }
 
 /* ===================================================================== */
@@ -133,7 +140,8 @@ void tb_moe_ffn(tb_session_t *s, int32_t il, int32_t n) {
     const tb_layer_t *L = &s->m->layers[il];
     const int64_t E = in->n_embd, F = in->n_ff_exp;
     const int X = in->n_expert, K = in->n_expert_used;
-    moe_ctx c = {.s = s, .L = L, .n = n, .nr = n * K};
+    tb_pass_clock_t *clk = tb_prof_clock(s);
+    moe_ctx c = {.s = s, .L = L, .n = n, .nr = n * K, .clk = clk};
     atomic_init(&c.claim.next, 0);
     atomic_init(&c.claim.done, 0);
     const bool router_f32 = tb_type_traits(L->router.type)->vec_dot_type == TB_TYPE_F32;
@@ -149,12 +157,12 @@ void tb_moe_ffn(tb_session_t *s, int32_t il, int32_t n) {
                        .n_tok = n, .y = s->router, .ldy = X};
     uint64_t t0 = tb_prof_start(s);
     if (router_f32) {
-        tb_lin_run(s->pool, s->sched, &pn, &rj, 1);
+        tb_lin_run(s->pool, s->sched, &pn, &rj, 1, clk);
     } else {    /* a quantized router (not in our presets): its own activation rows */
-        tb_lin_run(s->pool, s->sched, &pn, NULL, 0);
+        tb_lin_run(s->pool, s->sched, &pn, NULL, 0, clk);
         rj.a = s->act2;
         rj.a_stride = tb_lin_quantize(L->router.type, s->xn, E, n, E, s->act2);
-        tb_lin_run(s->pool, s->sched, NULL, &rj, 1);
+        tb_lin_run(s->pool, s->sched, NULL, &rj, 1, clk);
     }
     tb_prof_end(s, TB_PHASE_ROUTER, t0, L->router.mat_bytes);
 
@@ -195,7 +203,7 @@ void tb_moe_ffn(tb_session_t *s, int32_t il, int32_t n) {
                                        .n_tok = cnt, .y = s->eu + off[e] * F, .ldy = F};
     }
     t0 = tb_prof_start(s);
-    tb_lin_run(s->pool, s->sched, NULL, s->jobs, nj);
+    tb_lin_run(s->pool, s->sched, NULL, s->jobs, nj, clk);
     tb_prof_end_jobs(s, TB_PHASE_FFN_UP, t0, s->jobs, nj);
 
     /* ---- h = swiglu(g, u) quantized (prologue), down of every active expert ---- */
@@ -208,7 +216,9 @@ void tb_moe_ffn(tb_session_t *s, int32_t il, int32_t n) {
     t0 = tb_prof_start(s);
     if (n == 1) {   /* the K experts' down matrices, combined in the same pass */
         for (int k = 0; k < tb_pool_n_threads(s->pool); k++) atomic_init(&c.taken[k], 0);
+        tb_pass_clock_begin(clk);
         tb_pool_run_shared(s->pool, down1_worker, &c);
+        tb_pass_clock_end(clk);
         tb_prof_end(s, TB_PHASE_FFN_DOWN, t0, (uint64_t)K * L->down_exps.mat_bytes);
         return;
     }
@@ -221,7 +231,9 @@ void tb_moe_ffn(tb_session_t *s, int32_t il, int32_t n) {
                                        .a_stride = c.h_stride, .n_tok = cnt,
                                        .y = s->ed + off[e] * E, .ldy = E};
     }
-    tb_lin_run(s->pool, s->sched, &c.pro, s->jobs, nj);
+    tb_lin_run(s->pool, s->sched, &c.pro, s->jobs, nj, clk);
+    tb_pass_clock_begin(clk);
     tb_pool_run(s->pool, combine_worker, &c);
+    tb_pass_clock_end(clk);
     tb_prof_end_jobs(s, TB_PHASE_FFN_DOWN, t0, s->jobs, nj);
 }

@@ -21,6 +21,7 @@ const char *tb_phase_name(tb_phase_t p) {
 void tb_session_set_profile(tb_session_t *s, bool on) {
     if (!s) return;
     memset(&s->prof, 0, sizeof s->prof);
+    s->clk.passes = s->clk.wake_ns = s->clk.prologue_ns = s->clk.tail_ns = 0;
     s->prof_on = on;
 }
 
@@ -34,9 +35,45 @@ void tb_prof_end(tb_session_t *s, tb_phase_t ph, uint64_t t0, uint64_t bytes) {
     if (!s->prof_on) return;
     assert((unsigned)ph < TB_PHASE_COUNT);
     tb_phase_stats_t *p = &s->prof.phase[ph];
+    tb_pass_clock_t *c = &s->clk;
     p->ns += tb_now_ns() - t0;
     p->bytes += bytes;
     p->calls++;
+    p->passes += c->passes;
+    p->wake_ns += c->wake_ns;
+    p->prologue_ns += c->prologue_ns;
+    p->tail_ns += c->tail_ns;
+    c->passes = c->wake_ns = c->prologue_ns = c->tail_ns = 0;
+}
+
+/* ===================================================================== */
+/* Pass clock                                                             */
+/* ===================================================================== */
+
+void tb_pass_clock_begin(tb_pass_clock_t *c) {
+    if (!c) return;
+    memset(c->t, 0, (size_t)c->nth * TB_CLK_STRIDE * sizeof *c->t);
+    c->t_start = tb_now_ns();
+}
+
+void tb_pass_clock_end(tb_pass_clock_t *c) {
+    if (!c) return;
+    const uint64_t end = tb_now_ns();
+    uint64_t last_in = c->t_start, first_done = end, pro = 0;
+    int n = 0;
+    for (int i = 0; i < c->nth; i++) {
+        const uint64_t *t = c->t + (size_t)i * TB_CLK_STRIDE;
+        if (!t[TB_CLK_ENTRY]) continue;            /* closed out of the pass */
+        assert(t[TB_CLK_ROWS] >= t[TB_CLK_ENTRY] && t[TB_CLK_DONE] >= t[TB_CLK_ROWS]);
+        last_in = TB_MAX(last_in, t[TB_CLK_ENTRY]);
+        first_done = TB_MIN(first_done, t[TB_CLK_DONE]);
+        pro += t[TB_CLK_ROWS] - t[TB_CLK_ENTRY];
+        n++;
+    }
+    c->passes++;
+    c->wake_ns += last_in - c->t_start;
+    c->prologue_ns += n ? pro / (uint64_t)n : 0;
+    c->tail_ns += end - first_done;
 }
 
 void tb_prof_end_jobs(tb_session_t *s, tb_phase_t ph, uint64_t t0, const tb_lin_job_t *jobs, int n_jobs) {

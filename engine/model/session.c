@@ -103,6 +103,8 @@ static int alloc_buffers(tb_session_t *s) {
     s->scores = salloc(s, (size_t)s->p.n_threads * s->sc_per_thread * f, &fail);
     s->jobs = salloc(s, (2 * X + 8) * sizeof *s->jobs, &fail);
     s->sched = salloc(s, (size_t)s->p.n_threads * sizeof *s->sched, &fail);
+    s->clk = (tb_pass_clock_t){.nth = s->p.n_threads,
+                               .t = salloc(s, (size_t)s->p.n_threads * TB_CLK_STRIDE * sizeof(uint64_t), &fail)};
     if (F) {
         s->ff_g = salloc(s, nb * F * f, &fail);
         s->ff_u = salloc(s, nb * F * f, &fail);
@@ -174,7 +176,7 @@ void tb_session_free(tb_session_t *s) {
     void *bufs[] = {s->x, s->xn, s->y, s->q, s->k, s->v, s->att, s->act,
                     s->act2, s->ff_g, s->ff_u, s->rope_cs, s->rope_sn, s->scores, s->jobs,
                     s->sched, s->router, s->sel, s->sel_w, s->row_of, s->tok_of, s->exp_off, s->xg, s->eg,
-                    s->eu, s->hq, s->ed, s->logits};
+                    s->eu, s->hq, s->ed, s->logits, s->clk.t};
     for (size_t i = 0; i < TB_ARRAY_LEN(bufs); i++) tb_free_aligned(bufs[i]);
     free(s);
 }

@@ -78,6 +78,7 @@ struct tb_session {
     /* ---- profile (profile.c; zero and off unless tb_session_set_profile) ---- */
     bool prof_on;
     tb_profile_t prof;
+    tb_pass_clock_t clk;             /* the passes' timestamps (profile.c)  */
 };
 
 /* ---- forward.c --------------------------------------------------------- */
@@ -98,10 +99,12 @@ void tb_attention(tb_session_t *s, int32_t il, int32_t n);
 
 /* ---- profile.c --------------------------------------------------------- */
 
+/* The pass clock to hand to a pool pass: NULL when profiling is off. */
+static inline tb_pass_clock_t *tb_prof_clock(tb_session_t *s) { return s->prof_on ? &s->clk : NULL; }
 /* t0 for tb_prof_end: the clock when profiling is on, else 0. */
 static inline uint64_t tb_prof_start(const tb_session_t *s) { return s->prof_on ? tb_now_ns() : 0; }
-/* Charge the time since t0 and `bytes` of weights to phase ph (no-op when
- * profiling is off). */
+/* Charge the time since t0, `bytes` of weights and the pass clock's sums
+ * (then zeroed) to phase ph (no-op when profiling is off). */
 void tb_prof_end(tb_session_t *s, tb_phase_t ph, uint64_t t0, uint64_t bytes);
 /* tb_prof_end with the weight bytes the jobs of one pass read (each job's
  * whole matrix), summed only when profiling is on. */

@@ -110,6 +110,17 @@ static void test_bench_json(void **state) {
         snprintf(want, sizeof want, "{\"phase\": \"%s\", \"ms_per_token\": ", ph);
         const char *at = strstr(pr, want);
         if (!at || !(strtod(at + strlen(want), NULL) > 0)) fail_msg("bench --profile: no time for %s: %s", ph, pr);
+        /* its pool passes: as many per token as qkv's (one per layer), the
+         * head one; their mean time times their count is the phase's time,
+         * and the wake and tail of a pass lie within it */
+        const double np = num(at, "passes_per_token"), us = num(at, "us_per_pass");
+        const double ms = strtod(at + strlen(want), NULL);
+        const double want_np = strcmp(ph, "output") ? num(strstr(pr, "{\"phase\": \"qkv\""), "passes_per_token") : 1.0;
+        if (np != want_np || np < 1 || fabs(np * us / 1e3 - ms) > 1e-3 * ms + 1e-3)
+            fail_msg("bench --profile: %s: %g passes a token of %g us for %g ms: %s", ph, np, us, ms, pr);
+        if (num(at, "wake_us") < 0 || num(at, "wake_us") > us || num(at, "tail_us") < 0 || num(at, "tail_us") > us ||
+            num(at, "prologue_us") < 0 || !(num(at, "stream_gbps") >= 0))
+            fail_msg("bench --profile: pass split of %s: %s", ph, pr);
     }
     e2e_res_free(&r);
 

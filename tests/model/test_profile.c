@@ -5,6 +5,8 @@
  *    per layer per eval (router only for MoE), the phases' time fits in
  *    the total, and each matrix phase's bytes are exactly the weight bytes
  *    of the matrices it multiplies (the active experts' share for MoE);
+ *  - a decode token runs one pool pass per phase and layer (the head one),
+ *    and each phase's wake / prologue / tail sums lie within its time;
  *  - profiling does not change the logits (bit-identical on and off).
  * Times are only checked for consistency, never against a value.
  */
@@ -107,6 +109,27 @@ static void check_preset(const char *preset) {
         assert_true(p.phase[TB_PHASE_FFN_UP].bytes >= lo * gu1 && p.phase[TB_PHASE_FFN_UP].bytes <= hi * gu1);
         assert_int_equal(p.phase[TB_PHASE_FFN_DOWN].bytes % (down1 / (uint64_t)L), 0);   /* whole experts */
     }
+
+    /* one decode token: one pool pass per phase and layer (the Q/K/V of
+     * every preset share an activation format), the head one; the pass
+     * breakdown of each phase lies within its time */
+    tb_session_set_profile(s, true);
+    assert_int_equal(tb_session_eval(s, &ids[6], 1, false), TB_OK);
+    tb_session_get_profile(s, &p);
+    for (int i = 0; i < TB_PHASE_COUNT; i++) {
+        const tb_phase_stats_t *ph = &p.phase[i];
+        const uint64_t want = i == TB_PHASE_EMBED || (i == TB_PHASE_ROUTER && !moe) ? 0
+                              : i == TB_PHASE_OUTPUT ? 1 : (uint64_t)L;
+        if (ph->passes != want)
+            fail_msg("%s: decode phase %s ran %llu pool passes, want %llu", preset,
+                     tb_phase_name((tb_phase_t)i), (unsigned long long)ph->passes, (unsigned long long)want);
+        if (ph->wake_ns > ph->ns || ph->prologue_ns > ph->ns || ph->tail_ns > ph->ns)
+            fail_msg("%s: phase %s: wake %llu, prologue %llu or tail %llu ns exceeds its %llu ns", preset,
+                     tb_phase_name((tb_phase_t)i), (unsigned long long)ph->wake_ns,
+                     (unsigned long long)ph->prologue_ns, (unsigned long long)ph->tail_ns,
+                     (unsigned long long)ph->ns);
+    }
+    assert_true(p.phase[TB_PHASE_QKV].prologue_ns > 0);   /* the norm and quantization run there */
 
     /* off again: counters restart and stay at zero */
     tb_session_set_profile(s, false);
