@@ -144,18 +144,21 @@ static int fill_weights(tb_type_t t, int64_t cols, uint8_t *dst, size_t bytes) {
 }
 
 /* One line (or JSON object) for a tier's samples ns[0..n) of one shape:
- * the best and the median time; `work` is bytes (matvec: GB/s, % of the
- * probe) or operations (gemm: GOP/s). */
+ * the best and the median time of the weight pass; `work` is bytes
+ * (matvec: GB/s, % of the probe) or operations (gemm: GOP/s). act_ns: the
+ * median time the tier took to quantize the activations, which the
+ * timed passes do not include (JSON only). */
 static void kernels_report(const kernels_opts_t *o, tb_type_t t, tb_isa_t tier, bool gemm, int64_t rows,
-                           int64_t cols, const double *ns, int n, double work) {
+                           int64_t cols, const double *ns, int n, double work, double act_ns) {
     tb_stats_summary_t sum;
     tb_stats_summarize(ns, (size_t)n, &sum);
     const double best = sum.min, med = sum.median;
     if (o->json) {
         printf("{\"format\": \"%s\", \"isa\": \"%s\", \"kind\": \"%s\", \"rows\": %lld, \"cols\": %lld, "
-               "\"tokens\": %d, \"threads\": %d, \"hot\": %s, \"reps\": %d, \"best_us\": %.3f, \"median_us\": %.3f, ",
+               "\"tokens\": %d, \"threads\": %d, \"hot\": %s, \"reps\": %d, \"best_us\": %.3f, \"median_us\": %.3f, "
+               "\"act_us\": %.3f, ",
                tb_type_name(t), tb_isa_name(tier), gemm ? "gemm" : "matvec", (long long)rows, (long long)cols,
-               gemm ? GEMM_TOK : 1, o->threads, o->hot ? "true" : "false", n, best / 1e3, med / 1e3);
+               gemm ? GEMM_TOK : 1, o->threads, o->hot ? "true" : "false", n, best / 1e3, med / 1e3, act_ns / 1e3);
         if (gemm) printf("\"gops\": %.3f, \"median_gops\": %.3f}\n", work / best, work / med);
         else if (o->hot) printf("\"gbps\": %.3f, \"median_gbps\": %.3f, \"bandwidth_gbps\": %.3f}\n", work / best,
                                 work / med, o->bw);   /* from cache: no roofline */
@@ -198,14 +201,43 @@ static int kernels_setup(tb_type_t t, int64_t rows, int64_t cols, int copies, co
     return 1;
 }
 
+/* Activations (n, cols) for weight type t, one per tier (each tier
+ * quantizes its own before the timed passes). */
+static int kernels_acts(tb_type_t t, int64_t cols, int64_t n, int n_tiers, tb_act_t **act) {
+    for (int k = 0; k < n_tiers; k++)
+        if (tb_act_new(t, cols, n, &act[k]) != TB_OK) {
+            fprintf(stderr, "ternbench kernels: activations for %s x %lld: %s\n", tb_type_name(t), (long long)cols,
+                    tb_last_error());
+            return 1;
+        }
+    return 0;
+}
+
+static void kernels_free(tb_weights_t **pw, tb_act_t **act, int n_tiers) {
+    for (int k = 0; k < n_tiers; k++) {
+        tb_weights_free(pw[k]);
+        tb_act_free(act[k]);
+        pw[k] = NULL;
+        act[k] = NULL;
+    }
+}
+
+/* The median of v[0..n) (n >= 1). */
+static double median_of(const double *v, int n) {
+    tb_stats_summary_t sum;
+    tb_stats_summarize(v, (size_t)n, &sum);
+    return sum.median;
+}
+
 /* Decode-shaped matvecs (bytes streamed per second) and a prefill-shaped
  * gemm (operations per second, 2 per multiply-add) of format t, the tiers
  * interleaved rep by rep (rep 0 is a warm-up), within TIME_BUDGET_NS. */
 static int run_kernels_format(const kernels_opts_t *o, tb_type_t t, const tb_isa_t *tiers, int n_tiers,
                               tb_pool_t *pool) {
     const int64_t blk = tb_type_block_elems(t);
-    double *ns = malloc(sizeof(double) * 8 * MAX_SAMPLES);   /* (tier, sample): ns per call */
-    if (!ns) { fprintf(stderr, "ternbench kernels: out of memory\n"); return 1; }
+    double *ns = malloc(sizeof(double) * 8 * MAX_SAMPLES);    /* (tier, sample): ns per weight pass */
+    double *qns = malloc(sizeof(double) * 8 * MAX_SAMPLES);   /* (tier, sample): ns quantizing x     */
+    if (!ns || !qns) { free(ns); free(qns); fprintf(stderr, "ternbench kernels: out of memory\n"); return 1; }
     const bool hot_set = !o->rows && o->hot;   /* the decode set's row lengths, as many rows as fit HOT_BYTES */
     const size_t n_shapes = o->rows ? 1 : hot_set ? sizeof hot_cols / sizeof hot_cols[0] : sizeof shapes / sizeof shapes[0];
     for (size_t s = 0; s < n_shapes; s++) {
@@ -219,22 +251,32 @@ static int run_kernels_format(const kernels_opts_t *o, tb_type_t t, const tb_isa
         const size_t wbytes = tb_type_row_bytes(t, cols) * (size_t)rows;
         const int copies = o->hot ? 1 : (int)((MIN_COPY_BYTES + wbytes - 1) / wbytes);
         tb_weights_t *pw[8] = {NULL};   /* per tier: prepared as the model's (huge pages, repacked) */
+        tb_act_t *act[8] = {NULL};      /* per tier: x quantized by it, outside the timed pass   */
         float *x = malloc(sizeof(float) * (size_t)cols), *y = malloc(sizeof(float) * (size_t)rows);
-        if (!x || !y || kernels_setup(t, rows, cols, copies, tiers, n_tiers, pw)) { free(x); free(y); free(ns); return 1; }
+        if (!x || !y || kernels_setup(t, rows, cols, copies, tiers, n_tiers, pw) ||
+            kernels_acts(t, cols, 1, n_tiers, act)) {
+            kernels_free(pw, act, n_tiers);
+            free(x); free(y); free(ns); free(qns);
+            return 1;
+        }
         for (int64_t j = 0; j < cols; j++) x[j] = (float)((j * 7919) % 2001 - 1000) / 1000.0f;
         const uint64_t t_end = tb_now_ns() + TIME_BUDGET_NS;
         int n = 0, c = 0;
         for (int rep = 0; rep < 4 || (tb_now_ns() < t_end && rep <= MAX_SAMPLES); rep++, n += rep > 1)
             for (int k = 0; k < n_tiers; k++) {   /* interleaved tiers */
                 tb_isa_set(tiers[k]);
+                const uint64_t tq = tb_now_ns();
+                tb_act_set(act[k], x);
                 const uint64_t t0 = tb_now_ns();
-                tb_weights_matvec(pool, pw[k], c, x, y);
+                tb_weights_matvec_act(pool, pw[k], c, act[k], y);
                 const uint64_t dt = tb_now_ns() - t0;
-                if (rep > 0) ns[k * MAX_SAMPLES + rep - 1] = (double)dt;
+                if (rep > 0) { ns[k * MAX_SAMPLES + rep - 1] = (double)dt; qns[k * MAX_SAMPLES + rep - 1] = (double)(t0 - tq); }
                 c = (c + 1) % copies;
             }
-        for (int k = 0; k < n_tiers; k++) kernels_report(o, t, tiers[k], false, rows, cols, ns + k * MAX_SAMPLES, n, (double)wbytes);
-        for (int k = 0; k < n_tiers; k++) tb_weights_free(pw[k]);
+        for (int k = 0; k < n_tiers; k++)
+            kernels_report(o, t, tiers[k], false, rows, cols, ns + k * MAX_SAMPLES, n, (double)wbytes,
+                           median_of(qns + k * MAX_SAMPLES, n));
+        kernels_free(pw, act, n_tiers);
         free(x); free(y);
     }
     const int64_t grows = o->rows ? o->rows : GEMM_ROWS, gcols = o->rows ? o->cols : GEMM_COLS;
@@ -242,24 +284,34 @@ static int run_kernels_format(const kernels_opts_t *o, tb_type_t t, const tb_isa
         float *X = malloc(sizeof(float) * GEMM_TOK * (size_t)gcols);   // (tok, cols)
         float *Y = malloc(sizeof(float) * GEMM_TOK * (size_t)grows);   // (tok, rows)
         tb_weights_t *pw[8] = {NULL};
-        if (!X || !Y || kernels_setup(t, grows, gcols, 1, tiers, n_tiers, pw)) { free(X); free(Y); free(ns); return 1; }
+        tb_act_t *act[8] = {NULL};
+        if (!X || !Y || kernels_setup(t, grows, gcols, 1, tiers, n_tiers, pw) ||
+            kernels_acts(t, gcols, GEMM_TOK, n_tiers, act)) {
+            kernels_free(pw, act, n_tiers);
+            free(X); free(Y); free(ns); free(qns);
+            return 1;
+        }
         for (int64_t j = 0; j < GEMM_TOK * gcols; j++) X[j] = (float)((j * 7919) % 2001 - 1000) / 1000.0f;
         const uint64_t t_end = tb_now_ns() + TIME_BUDGET_NS;
         int n = 0;
         for (int rep = 0; rep < 3 || (tb_now_ns() < t_end && rep <= 200); rep++, n += rep > 1)
             for (int k = 0; k < n_tiers; k++) {
                 tb_isa_set(tiers[k]);
+                const uint64_t tq = tb_now_ns();
+                tb_act_set(act[k], X);
                 const uint64_t t0 = tb_now_ns();
-                tb_weights_matmul(pool, pw[k], 0, X, GEMM_TOK, Y);
+                tb_weights_matmul_act(pool, pw[k], 0, act[k], Y);
                 const uint64_t dt = tb_now_ns() - t0;
-                if (rep > 0) ns[k * MAX_SAMPLES + rep - 1] = (double)dt;
+                if (rep > 0) { ns[k * MAX_SAMPLES + rep - 1] = (double)dt; qns[k * MAX_SAMPLES + rep - 1] = (double)(t0 - tq); }
             }
         for (int k = 0; k < n_tiers; k++)
-            kernels_report(o, t, tiers[k], true, grows, gcols, ns + k * MAX_SAMPLES, n, 2.0 * (double)grows * (double)gcols * GEMM_TOK);
-        for (int k = 0; k < n_tiers; k++) tb_weights_free(pw[k]);
+            kernels_report(o, t, tiers[k], true, grows, gcols, ns + k * MAX_SAMPLES, n,
+                           2.0 * (double)grows * (double)gcols * GEMM_TOK, median_of(qns + k * MAX_SAMPLES, n));
+        kernels_free(pw, act, n_tiers);
         free(X); free(Y);
     }
     free(ns);
+    free(qns);
     return 0;
 }
 
@@ -293,7 +345,8 @@ int cmd_kernels(int argc, char **argv) {
                             "  --hot        one copy of each matrix, so a shape that fits the caches is read\n"
                             "               from them: the kernel's arithmetic ceiling, not its roofline;\n"
                             "               without --shape, rows of 2048, 512 and 5632 columns, 256 KiB each\n"
-                            "  --json       one object per (format, tier, kind, shape), best and median\n");
+                            "  --json       one object per (format, tier, kind, shape), best and median;\n"
+                            "               act_us: quantizing the activations, which the timed pass excludes\n");
             return 2;
         }
         i++;
@@ -347,7 +400,8 @@ int cmd_kernels(int argc, char **argv) {
     }
     if (!o.json)
         printf("# %d thread(s), read bandwidth %.2f GB/s (probe), best tier %s [%s]; tiers interleaved, best of the "
-               "reps (median in brackets)%s\n", o.threads, o.bw, tb_isa_name(tb_isa_best()),
+               "reps (median in brackets), the weight pass alone (activations quantized before it)%s\n", o.threads,
+               o.bw, tb_isa_name(tb_isa_best()),
                (tb_isa_set(tb_isa_best()), tb_isa_features()),
                o.hot ? "; --hot: weights read from cache where they fit" : "");
     int rc = 0;

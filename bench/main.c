@@ -18,7 +18,7 @@ static const struct {
     {"tokenize",   cmd_tokenize,   "-m F.gguf (--text T | --file F) [--ids-only]"},
     {"detokenize", cmd_detokenize, "-m F.gguf IDS...  ids back to text"},
     {"bandwidth",  cmd_bandwidth,  "[-t N] [-r R] [--json]  this machine's read bandwidth (the roofline)"},
-    {"kernels",    cmd_kernels,    "[--format F] [--isa I] [-t N] [--shape RxC] [--json]  per-format kernel throughput"},
+    {"kernels",    cmd_kernels,    "[--format F] [--isa I] [-t N] [--shape RxC] [--hot] [--json]  per-format kernel throughput"},
     {"bench",      cmd_bench,      "-m F.gguf [-t N] [-p P] [-n N] [-r R] [--json]  quick prefill/decode benchmark"},
     {"run",        cmd_run,        "SCENARIO... [--db PATH] [--tag K=V]  run scenario files into SQLite"},
     {"scenario",   cmd_scenario,   "explain FILE  show the resolved plan of a scenario"},

@@ -167,6 +167,19 @@ int  tb_weights_matvec(tb_pool_t *pool, const tb_weights_t *w, int64_t mat, cons
 int  tb_weights_matmul(tb_pool_t *pool, const tb_weights_t *w, int64_t mat, const float *X, int64_t n,
                        float *Y);
 
+/* Activations (n, cols) already in weight type wtype's activation format
+ * (Q8_K, Q8_0 or f32), so that a benchmark can time the weight pass alone,
+ * as the forward pass runs it after its prologue. tb_act_set quantizes X
+ * (n, cols) with the tier active at the call; the *_act multiplies then
+ * give the same bits as tb_weights_matvec / tb_weights_matmul on X under
+ * that tier. */
+typedef struct tb_act tb_act_t;
+int  tb_act_new(tb_type_t wtype, int64_t cols, int64_t n, tb_act_t **out);
+int  tb_act_set(tb_act_t *a, const float *X);
+void tb_act_free(tb_act_t *a);
+int  tb_weights_matvec_act(tb_pool_t *pool, const tb_weights_t *w, int64_t mat, const tb_act_t *a, float *y);
+int  tb_weights_matmul_act(tb_pool_t *pool, const tb_weights_t *w, int64_t mat, const tb_act_t *a, float *Y);
+
 /* Monotonic clock in nanoseconds. */
 uint64_t tb_now_ns(void);
 

@@ -5,7 +5,8 @@
  * Work split: contiguous row ranges per thread, so each thread streams one
  * contiguous slice of W. Activations are quantized once (matvec: by the
  * caller's thread; matmul: token rows split over the pool) before the
- * weight pass.
+ * weight pass, or beforehand into a tb_act_t (tb_matvec_act / tb_matmul_act:
+ * the weight pass alone).
  */
 #include "kernels/kernels.h"
 
@@ -90,5 +91,83 @@ int tb_matmul(tb_pool_t *pool, tb_type_t wtype, const void *W, int64_t rows, int
     tb_pool_run(pool, run_quant, &j);
     tb_pool_run(pool, run_gemm, &j);
     tb_free_aligned(j.A);
+    return TB_OK;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Prepared activations                                                   */
+/* ---------------------------------------------------------------------- */
+
+struct tb_act {
+    tb_type_t wtype;
+    int64_t cols, n;
+    size_t as;               /* bytes per activation row */
+    void *A;                 /* (n, as)                  */
+};
+
+int tb_act_new(tb_type_t wtype, int64_t cols, int64_t n, tb_act_t **out) {
+    if (!out) return tb_err(TB_ERR_ARG, "tb_act_new: NULL output");
+    *out = NULL;
+    const tb_type_traits_t *tr = tb_type_traits(wtype);
+    if (!tr || wtype == TB_TYPE_Q8_K)
+        return tb_err(TB_ERR_UNSUPPORTED, "tb_act_new: weight type %d is not supported", (int)wtype);
+    if (cols < 1 || n < 1 || cols % tr->blck)
+        return tb_err(TB_ERR_ARG, "tb_act_new: bad shape %lld x %lld for %s (block %lld)", (long long)n,
+                      (long long)cols, tr->name, (long long)tr->blck);
+    tb_act_t *a = calloc(1, sizeof *a);
+    if (!a) return tb_err(TB_ERR_NOMEM, "tb_act_new: out of memory");
+    *a = (tb_act_t){.wtype = wtype, .cols = cols, .n = n, .as = tb_act_row_bytes(wtype, cols)};
+    a->A = tb_alloc_aligned(a->as * (size_t)n);
+    if (!a->A) {
+        free(a);
+        return tb_err(TB_ERR_NOMEM, "tb_act_new: out of memory for %lld activation rows", (long long)n);
+    }
+    *out = a;
+    return TB_OK;
+}
+
+int tb_act_set(tb_act_t *a, const float *X) {
+    if (!a || !X) return tb_err(TB_ERR_ARG, "tb_act_set: NULL argument");
+    const tb_from_float_fn q = tb_kernels()->t[a->wtype].quantize_act;
+    for (int64_t t = 0; t < a->n; t++) q(X + t * a->cols, (uint8_t *)a->A + (size_t)t * a->as, a->cols);
+    return TB_OK;
+}
+
+void tb_act_free(tb_act_t *a) {
+    if (!a) return;
+    tb_free_aligned(a->A);
+    free(a);
+}
+
+/* The job of W (rows, cols) in wtype times the prepared activations a. */
+static int prepare_act(job_t *j, tb_type_t wtype, const void *W, int64_t rows, int64_t cols,
+                       const tb_act_t *a, float *Y) {
+    if (!a) return tb_err(TB_ERR_ARG, "tb_matvec: NULL activations");
+    if (a->wtype != wtype || a->cols != cols)
+        return tb_err(TB_ERR_ARG, "tb_matvec: activations for %s x %lld, weights %s x %lld",
+                      tb_type_traits(a->wtype)->name, (long long)a->cols, tb_type_name(wtype), (long long)cols);
+    static const float dummy;
+    int rc = prepare(j, wtype, W, rows, cols, &dummy, a->n, Y);
+    j->A = a->A;
+    j->X = NULL;
+    return rc;
+}
+
+int tb_matvec_act(tb_pool_t *pool, tb_type_t wtype, const void *W, int64_t rows, int64_t cols,
+                  const tb_act_t *a, float *y) {
+    job_t j;
+    int rc = prepare_act(&j, wtype, W, rows, cols, a, y);
+    if (rc) return rc;
+    if (a->n != 1) return tb_err(TB_ERR_ARG, "tb_matvec: %lld activation rows, want 1", (long long)a->n);
+    tb_pool_run(pool, run_matvec, &j);
+    return TB_OK;
+}
+
+int tb_matmul_act(tb_pool_t *pool, tb_type_t wtype, const void *W, int64_t rows, int64_t cols,
+                  const tb_act_t *a, float *Y) {
+    job_t j;
+    int rc = prepare_act(&j, wtype, W, rows, cols, a, Y);
+    if (rc) return rc;
+    tb_pool_run(pool, run_gemm, &j);
     return TB_OK;
 }

@@ -119,6 +119,13 @@ static inline size_t tb_repack_entry_bytes(const tb_type_kernels_t *e, size_t ws
 /* Bytes of one activation row of n elements for weight type t. */
 size_t tb_act_row_bytes(tb_type_t wtype, int64_t n);
 
+/* tb_matvec / tb_matmul on activations already quantized (api.c; the
+ * tb_weights_*_act entry points): the weight pass alone. */
+int tb_matvec_act(tb_pool_t *pool, tb_type_t wtype, const void *W, int64_t rows, int64_t cols,
+                  const tb_act_t *a, float *y);
+int tb_matmul_act(tb_pool_t *pool, tb_type_t wtype, const void *W, int64_t rows, int64_t cols,
+                  const tb_act_t *a, float *Y);
+
 
 /* matvec and gemm of a tier as plain loops over its row dot product
  * DOT(n, s, w, a): one call per (row, token), so gemm == matvec per row.

@@ -84,3 +84,13 @@ int tb_weights_matmul(tb_pool_t *pool, const tb_weights_t *w, int64_t mat, const
     int rc = check_mat(w, mat);
     return rc ? rc : tb_matmul(pool, w->type, w->data + (size_t)mat * w->mat_bytes, w->rows, w->cols, X, n, Y);
 }
+
+int tb_weights_matvec_act(tb_pool_t *pool, const tb_weights_t *w, int64_t mat, const tb_act_t *a, float *y) {
+    int rc = check_mat(w, mat);
+    return rc ? rc : tb_matvec_act(pool, w->type, w->data + (size_t)mat * w->mat_bytes, w->rows, w->cols, a, y);
+}
+
+int tb_weights_matmul_act(tb_pool_t *pool, const tb_weights_t *w, int64_t mat, const tb_act_t *a, float *Y) {
+    int rc = check_mat(w, mat);
+    return rc ? rc : tb_matmul_act(pool, w->type, w->data + (size_t)mat * w->mat_bytes, w->rows, w->cols, a, Y);
+}

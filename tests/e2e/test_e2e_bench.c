@@ -236,8 +236,9 @@ static void test_bandwidth_json(void **state) {
 }
 
 /* kernels --shape --json: one matvec and one gemm object for the shape,
- * best no slower than median, throughput = work / best time; bad shapes
- * are usage errors. */
+ * best no slower than median, throughput = work / best time, the time the
+ * activations' quantization took (outside the pass) given apart; bad
+ * shapes are usage errors. */
 static void test_kernels_json(void **state) {
     (void)state;
     e2e_res_t r;
@@ -260,6 +261,7 @@ static void test_kernels_json(void **state) {
         assert_int_equal((int)num(o, "rows"), 16);
         assert_int_equal((int)num(o, "cols"), 256);
         assert_true(num(o, "reps") >= 2 && num(o, "best_us") > 0 && num(o, "best_us") <= num(o, "median_us"));
+        assert_true(num(o, "act_us") > 0);   /* quantizing the activations, timed apart from the pass */
     }
     /* 16 rows of 256 Q8_0 weights: 16 x 8 blocks of 34 bytes */
     const double mbytes = 16.0 * 8 * 34, gops = 2.0 * 16 * 256 * num(gm, "tokens");

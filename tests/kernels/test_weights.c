@@ -8,7 +8,10 @@
  *              bytes (the quantized activation is the same; only float
  *              summation order may differ), for every weight type;
  *   matmul     every token row bit-identical to matvec (prefill == decode);
- *   errors     matrix index out of range, bad shapes, NULL.
+ *   *_act      on activations quantized beforehand (tb_act_t): bit-identical
+ *              to matvec / matmul on the floats;
+ *   errors     matrix index out of range, bad shapes, activations of
+ *              another type, length or token count, NULL.
  * The original buffer is poisoned after creation: the copy is what is read.
  */
 #include <math.h>
@@ -82,6 +85,42 @@ static void one_type(tb_type_t t, tb_pool_t *pool) {
                          (long long)m, (long long)k);
         }
     }
+    /* prepared activations: the weight pass alone, the same bits */
+    tb_act_t *a1 = NULL, *an = NULL;
+    assert_int_equal(tb_act_new(t, cols, 1, &a1), TB_OK);
+    assert_int_equal(tb_act_new(t, cols, nt, &an), TB_OK);
+    assert_int_equal(tb_act_set(a1, X + cols), TB_OK);
+    assert_int_equal(tb_act_set(an, X), TB_OK);
+    float *ya = xalloc(sizeof(float) * (size_t)rows), *Ya = xalloc(sizeof(float) * (size_t)(rows * nt));
+    for (int64_t m = 0; m < n_mat; m++) {
+        for (int64_t i = 0; i < rows; i++) ya[i] = NAN;
+        assert_int_equal(tb_weights_matvec(pool, pw, m, X + cols, y), TB_OK);
+        assert_int_equal(tb_weights_matvec_act(pool, pw, m, a1, ya), TB_OK);
+        if (memcmp(ya, y, sizeof(float) * (size_t)rows) != 0)
+            fail_msg("%s matrix %lld: matvec on prepared activations differs", tb_type_name(t), (long long)m);
+        for (int64_t i = 0; i < rows * nt; i++) Ya[i] = NAN;
+        assert_int_equal(tb_weights_matmul(pool, pw, m, X, nt, Y), TB_OK);
+        assert_int_equal(tb_weights_matmul_act(pool, pw, m, an, Ya), TB_OK);
+        if (memcmp(Ya, Y, sizeof(float) * (size_t)(rows * nt)) != 0)
+            fail_msg("%s matrix %lld: matmul on prepared activations differs", tb_type_name(t), (long long)m);
+    }
+    assert_int_equal(tb_weights_matvec_act(pool, pw, 0, an, ya), TB_ERR_ARG);      /* 5 rows for a matvec */
+    assert_int_equal(tb_weights_matvec_act(pool, pw, n_mat, a1, ya), TB_ERR_RANGE);
+    assert_int_equal(tb_weights_matvec_act(pool, pw, 0, NULL, ya), TB_ERR_ARG);
+    tb_act_t *other = NULL;
+    assert_int_equal(tb_act_new(t, cols + blk * (blk > 32 ? 1 : 2), 1, &other), TB_OK);   /* longer rows */
+    assert_int_equal(tb_weights_matvec_act(pool, pw, 0, other, ya), TB_ERR_ARG);
+    tb_act_free(other);
+    const tb_type_t t2 = t == TB_TYPE_Q8_0 ? TB_TYPE_Q4_0 : TB_TYPE_Q8_0;   /* another type, same length */
+    if (cols % tb_type_block_elems(t2) == 0) {
+        assert_int_equal(tb_act_new(t2, cols, 1, &other), TB_OK);
+        assert_int_equal(tb_weights_matvec_act(pool, pw, 0, other, ya), TB_ERR_ARG);
+        tb_act_free(other);
+    }
+    tb_act_free(a1);
+    tb_act_free(an);
+    free(ya); free(Ya);
+
     assert_int_equal(tb_weights_matvec(pool, pw, n_mat, X, y), TB_ERR_RANGE);
     assert_int_equal(tb_weights_matvec(pool, pw, -1, X, y), TB_ERR_RANGE);
     tb_weights_free(pw);
@@ -107,6 +146,15 @@ static void test_errors(void **state) {
     assert_int_equal(tb_weights_new(TB_TYPE_Q8_K, W, 1, 256, 1, &pw), TB_ERR_UNSUPPORTED);
     assert_int_equal(tb_weights_new(TB_TYPE_Q8_0, W, 1, 32, 0, &pw), TB_ERR_ARG);
     assert_int_equal(tb_weights_matvec(NULL, NULL, 0, NULL, NULL), TB_ERR_ARG);
+    tb_act_t *a = (tb_act_t *)1;
+    assert_int_equal(tb_act_new(TB_TYPE_Q8_0, 33, 1, &a), TB_ERR_ARG);
+    assert_null(a);
+    assert_int_equal(tb_act_new(TB_TYPE_Q8_0, 32, 0, &a), TB_ERR_ARG);
+    assert_int_equal(tb_act_new(TB_TYPE_Q8_K, 256, 1, &a), TB_ERR_UNSUPPORTED);
+    assert_int_equal(tb_act_new(TB_TYPE_Q8_0, 32, 1, NULL), TB_ERR_ARG);
+    assert_int_equal(tb_act_set(NULL, NULL), TB_ERR_ARG);
+    assert_int_equal(tb_weights_matvec_act(NULL, NULL, 0, NULL, NULL), TB_ERR_ARG);
+    tb_act_free(NULL);
     tb_weights_free(NULL);
     assert_int_equal(tb_weights_resident_bytes(NULL), 0);
 }
