@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# test_rounds_summary.sh — tools/rounds_summary.py on a fixture of three
+# rounds (two under the 42 GB/s split, one over): every figure below is
+# worked out by hand from tests/tools/rounds.jsonl.
+set -euo pipefail
+src=${TB_SOURCE_ROOT:?}
+out=$(python3 "$src/tools/rounds_summary.py" "$src/tests/tools/rounds.jsonl")
+fail() { echo "FAIL: $1"; echo "$out"; exit 1; }
+line() { grep -E "^$1 +tg64 " <<<"$out" || fail "no row for $1"; }
+# a: all 90/94/70 -> median 90.0, range 70.0-94.0; low 90,94 -> 92.0 (2); high 70.0 (1);
+#    p50 low 95,97 -> 96.0, high 72.0; stall 2,4,9 -> 4.0; tok/s low 102.0, high 130.0
+read -r -a a <<<"$(line a)"
+[ "${a[*]}" = "a tg64 3 90.0 70.0-94.0 92.0 2 70.0 1 96.0 72.0 4.0 102.0 130.0" ] || fail "row a: ${a[*]}"
+read -r -a b <<<"$(line b)"
+[ "${b[*]}" = "b tg64 3 80.0 60.0-82.0 81.0 2 60.0 1 85.5 61.0 3.0 51.0 70.0" ] || fail "row b: ${b[*]}"
+# b / a: ratios 0.5, 0.25, 1.0 -> median 0.500, range 0.250-1.000, b faster in 3 of 15;
+# a / b: 2, 4, 1 -> 2.000 (1.000-4.000), a faster in 12 of 15
+grep -qx "tg64 b / a: 0.500 (0.250-1.000, 3 rounds), b faster in 3 of 15 repetitions" <<<"$out" || fail "b / a"
+grep -qx "tg64 a / b: 2.000 (1.000-4.000, 3 rounds), a faster in 12 of 15 repetitions" <<<"$out" || fail "a / b"
+# --split 35.5 moves round 2 (36 GB/s) to the high state: a low 90.0 (1), high 82.0 (2)
+out=$(python3 "$src/tools/rounds_summary.py" --split 35.5 "$src/tests/tools/rounds.jsonl")
+read -r -a a <<<"$(line a)"
+[ "${a[5]} ${a[6]} ${a[7]} ${a[8]}" = "90.0 1 82.0 2" ] || fail "--split: ${a[*]}"
+# a line that is not JSON names the file and line, exit 1
+bad=$(mktemp)
+trap 'rm -f "$bad"' EXIT
+head -1 "$src/tests/tools/rounds.jsonl" > "$bad"
+printf 'not json\n' >> "$bad"
+if msg=$(python3 "$src/tools/rounds_summary.py" "$bad" 2>&1); then fail "bad input accepted"; fi
+grep -q "$bad:2: not a JSON object" <<<"$msg" || fail "bad input message: $msg"
+# an object without the figures it needs, likewise
+printf '{"test": "tg64", "model": "x"}\n' > "$bad"
+if msg=$(python3 "$src/tools/rounds_summary.py" "$bad" 2>&1); then fail "incomplete object accepted"; fi
+grep -q "$bad:1: no roofline_pct, bandwidth_gbps, tokens_per_s" <<<"$msg" || fail "incomplete object message: $msg"
+echo "rounds_summary: ok"

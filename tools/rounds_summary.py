@@ -1,0 +1,100 @@
+#!/usr/bin/env python3
+"""tools/rounds_summary.py — the README "Measured here" tables from rounds of
+`ternbench bench --json` output (tools/rounds.sh writes them).
+
+  tools/rounds_summary.py [--split GBPS] ROUNDS.jsonl...
+
+Per (file, test): the number of rounds; the median over rounds of
+roofline_pct, with its range; the same over the rounds whose probe
+(bandwidth_gbps, the test's median probe) is under GBPS (low state,
+default 42) and over it (high state), with their counts; for decode tests
+the medians of p50_roofline_pct (low / high) and stall_pct; tokens_per_s in
+each state. Then every paired comparison as bench states it (model /
+baseline) and inverted (baseline / model): the median over rounds of each
+round's median per-repetition ratio, its range, and the repetitions in which
+the numerator was faster. Python 3 standard library only.
+"""
+import collections
+import json
+import os
+import statistics
+import sys
+
+
+def med(xs):
+    return statistics.median(xs) if xs else float("nan")
+
+
+def name(path):
+    base = os.path.basename(path)
+    return base[:-5] if base.endswith(".gguf") else base
+
+
+def main(argv):
+    split = 42.0
+    files = []
+    i = 0
+    while i < len(argv):
+        if argv[i] == "--split" and i + 1 < len(argv):
+            split = float(argv[i + 1])
+            i += 2
+        elif argv[i].startswith("-"):
+            sys.stderr.write(__doc__)
+            return 2
+        else:
+            files.append(argv[i])
+            i += 1
+    if not files:
+        sys.stderr.write(__doc__)
+        return 2
+    tests = collections.defaultdict(list)
+    cmps = collections.defaultdict(list)
+    for f in files:
+        with open(f) as fh:
+            for ln, line in enumerate(fh, 1):
+                if not line.strip():
+                    continue
+                try:
+                    r = json.loads(line)
+                except ValueError as e:
+                    sys.stderr.write(f"{f}:{ln}: not a JSON object: {e}\n")
+                    return 1
+                if not isinstance(r, dict):
+                    sys.stderr.write(f"{f}:{ln}: not a JSON object\n")
+                    return 1
+                need = (("model", "roofline_pct", "bandwidth_gbps", "tokens_per_s") if "test" in r
+                        else ("model", "baseline", "ratio_median", "faster_reps", "reps") if "compare" in r else ())
+                missing = [k for k in need if k not in r]
+                if missing:
+                    sys.stderr.write(f"{f}:{ln}: no {', '.join(missing)} in a bench --json object\n")
+                    return 1
+                if "test" in r:
+                    tests[(name(r["model"]), r["test"])].append(r)
+                elif "compare" in r:
+                    cmps[(name(r["model"]), name(r["baseline"]), r["compare"])].append(r)
+    print(f"{'file':24} {'test':6} {'n':>3} {'all %':>6} {'range':>12} {'low %':>6} {'n':>3} {'high %':>6} {'n':>3}"
+          f" {'p50 low':>7} {'p50 high':>8} {'stall %':>7} {'tok/s low':>9} {'tok/s high':>10}")
+    for (f, t), v in sorted(tests.items()):
+        lo = [x for x in v if x["bandwidth_gbps"] < split]
+        hi = [x for x in v if x["bandwidth_gbps"] >= split]
+        pct = [x["roofline_pct"] for x in v]
+        g = lambda xs, k: med([x[k] for x in xs if k in x])
+        rng = f"{min(pct):.1f}-{max(pct):.1f}"
+        print(f"{f:24} {t:6} {len(v):3} {med(pct):6.1f} {rng:>12} "
+              f"{g(lo, 'roofline_pct'):6.1f} {len(lo):3} {g(hi, 'roofline_pct'):6.1f} {len(hi):3} "
+              f"{g(lo, 'p50_roofline_pct'):7.1f} {g(hi, 'p50_roofline_pct'):8.1f} {g(v, 'stall_pct'):7.1f} "
+              f"{g(lo, 'tokens_per_s'):9.1f} {g(hi, 'tokens_per_s'):10.1f}")
+    for (m, b, t), v in sorted(cmps.items()):
+        r = [x["ratio_median"] for x in v]
+        reps = sum(x["reps"] for x in v)
+        faster = sum(x["faster_reps"] for x in v)
+        inv = [1.0 / x for x in r if x > 0]
+        print(f"{t} {m} / {b}: {med(r):.3f} ({min(r):.3f}-{max(r):.3f}, {len(v)} rounds), "
+              f"{m} faster in {faster} of {reps} repetitions")
+        print(f"{t} {b} / {m}: {med(inv):.3f} ({min(inv):.3f}-{max(inv):.3f}, {len(v)} rounds), "
+              f"{b} faster in {reps - faster} of {reps} repetitions")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
