@@ -7,7 +7,8 @@
 #
 #   tools/rounds.sh OUT.jsonl ROUNDS [THREADS] [MODELS_DIR]
 #
-# MODELS_DIR (default: models/) holds the files the README names:
+# OUT and MODELS_DIR are taken from the caller's directory; MODELS_DIR
+# (default: the repository's models/) holds the files the README names:
 #   llama-1b-{tq2_0,tq1_0,q4_0,q8_0,f16}.gguf  ternbench model synth --preset llama-1b --type T --seed 1
 #   llama-1b-{tq2_0,q4_0}-lcpp.gguf            ternbench model quantize llama-1b-f16.gguf OUT --type T
 #                                              --embd-type q4_k --output-type q6_k
@@ -18,8 +19,9 @@ if [ $# -lt 2 ]; then
   echo "usage: tools/rounds.sh OUT.jsonl ROUNDS [THREADS] [MODELS_DIR]" >&2
   exit 2
 fi
-out=$1 n=$2 t=${3:-2} m=${4:-models}
-cd "$(dirname "$0")/.."
+root=$(cd "$(dirname "$0")/.." && pwd)
+out=$(realpath -m "$1") n=$2 t=${3:-2} m=$(realpath -m "${4:-$root/models}")
+cd "$root"
 B=${TERNBENCH:-build/bench/ternbench}
 for f in llama-1b-tq2_0 llama-1b-q4_0 llama-1b-tq2_0-lcpp llama-1b-q4_0-lcpp llama-1b-tq1_0 llama-1b-q8_0 \
          llama-1b-f16 maple-preview; do

@@ -17,6 +17,7 @@ the numerator was faster. Python 3 standard library only.
 import collections
 import json
 import os
+import signal
 import statistics
 import sys
 
@@ -97,4 +98,5 @@ def main(argv):
 
 
 if __name__ == "__main__":
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)   # quiet when piped into head
     sys.exit(main(sys.argv[1:]))
