@@ -2,9 +2,17 @@
  * pool.c — a persistent thread pool: tb_pool_run(fn) runs fn on every thread
  * (the caller is thread 0) and returns when all are done.
  *
- * Workers spin briefly on a generation counter before sleeping on a
- * condition variable, so back-to-back runs (one per layer op in decode)
- * cost a few hundred nanoseconds, not a futex round trip.
+ * Workers spin on a generation counter for up to SPIN_NS before sleeping
+ * on a condition variable, so back-to-back runs (one per layer op in
+ * decode) cost a few hundred nanoseconds, not a futex round trip: waking a
+ * sleeping worker took 40-180 us on the reference VM (an idle vCPU has to
+ * be scheduled again), and the gap before a pass can be tens of us (the
+ * other thread's tail of a MoE pass, the caller's sampling between tokens).
+ * Spinning 20000 loads (~5.5 us there) instead lost to spinning ~0.5 ms
+ * in paired runs (ternbench bench -m F -m F, the two sessions' pools
+ * alternating the two, llama-1b TQ2_0 and maple-preview, 2026-11-30): the
+ * longer spin was faster in 101 of 160 repetitions, the runs' median
+ * ratios 0.973-1.054 (most 1.00-1.04).
  *
  * Seats: before it calls fn for run g, worker i takes its seat for that run
  * by a compare-and-swap of seat[i] from g - 1 to g. In a shared run
@@ -26,7 +34,8 @@
 #include <errno.h>
 #include <time.h>
 
-#define SPIN_ITERS 20000
+#define SPIN_NS 500000ull   /* spin this long on an idle worker before sleeping */
+#define SPIN_CHECK 1024     /* loads between clock reads                        */
 
 struct tb_pool {
     int n;                         /* threads including the caller */
@@ -58,13 +67,18 @@ static void *worker_main(void *va) {
     for (;;) {
         unsigned g;
         int spins = 0;
+        uint64_t idle_since = 0;
         while ((g = atomic_load_explicit(&p->gen, memory_order_acquire)) == seen) {
-            if (++spins < SPIN_ITERS) continue;
+            if (++spins < SPIN_CHECK) continue;
+            spins = 0;
+            const uint64_t now = tb_now_ns();
+            if (!idle_since) idle_since = now;
+            if (now - idle_since < SPIN_NS) continue;
             pthread_mutex_lock(&p->mu);
             while (atomic_load(&p->gen) == seen && !atomic_load(&p->quit))
                 pthread_cond_wait(&p->cv, &p->mu);
             pthread_mutex_unlock(&p->mu);
-            spins = 0;
+            idle_since = 0;
         }
         seen = g;
         if (atomic_load(&p->quit)) return NULL;
