@@ -153,21 +153,24 @@ static int prepare_act(job_t *j, tb_type_t wtype, const void *W, int64_t rows, i
     return rc;
 }
 
+/* The weight pass of tb_matvec_act (gemm false: one activation row) or
+ * tb_matmul_act (every row of a). */
+static int run_act(tb_pool_t *pool, tb_type_t wtype, const void *W, int64_t rows, int64_t cols,
+                   const tb_act_t *a, float *Y, bool gemm) {
+    job_t j;
+    int rc = prepare_act(&j, wtype, W, rows, cols, a, Y);
+    if (rc) return rc;
+    if (!gemm && a->n != 1) return tb_err(TB_ERR_ARG, "tb_matvec: %lld activation rows, want 1", (long long)a->n);
+    tb_pool_run(pool, gemm ? run_gemm : run_matvec, &j);
+    return TB_OK;
+}
+
 int tb_matvec_act(tb_pool_t *pool, tb_type_t wtype, const void *W, int64_t rows, int64_t cols,
                   const tb_act_t *a, float *y) {
-    job_t j;
-    int rc = prepare_act(&j, wtype, W, rows, cols, a, y);
-    if (rc) return rc;
-    if (a->n != 1) return tb_err(TB_ERR_ARG, "tb_matvec: %lld activation rows, want 1", (long long)a->n);
-    tb_pool_run(pool, run_matvec, &j);
-    return TB_OK;
+    return run_act(pool, wtype, W, rows, cols, a, y, false);
 }
 
 int tb_matmul_act(tb_pool_t *pool, tb_type_t wtype, const void *W, int64_t rows, int64_t cols,
                   const tb_act_t *a, float *Y) {
-    job_t j;
-    int rc = prepare_act(&j, wtype, W, rows, cols, a, Y);
-    if (rc) return rc;
-    tb_pool_run(pool, run_gemm, &j);
-    return TB_OK;
+    return run_act(pool, wtype, W, rows, cols, a, Y, true);
 }
