@@ -50,20 +50,21 @@ static void run_gemm(void *arg, int ith, int nth) {
     if (r1 > r0) j->k->gemm(j->W, j->ws, j->A, j->as, j->n, j->Y, j->rows, r0, r1, j->cols);
 }
 
-/* Validate the call and fill everything of the job but the activation buffer. */
+/* Validate the call (in: the activations, as floats or already
+ * quantized) and fill everything of the job but X and A. */
 static int prepare(job_t *j, tb_type_t wtype, const void *W, int64_t rows, int64_t cols,
-                   const float *X, int64_t n, float *Y) {
+                   const void *in, int64_t n, float *Y) {
     const tb_type_traits_t *tr = tb_type_traits(wtype);
     if (!tr || wtype == TB_TYPE_Q8_K)
         return tb_err(TB_ERR_UNSUPPORTED, "tb_matvec: weight type %d is not supported", (int)wtype);
-    if (!W || !X || !Y || rows < 1 || cols < 1 || n < 1)
+    if (!W || !in || !Y || rows < 1 || cols < 1 || n < 1)
         return tb_err(TB_ERR_ARG, "tb_matvec: NULL buffer or empty shape (rows %lld, cols %lld, n %lld)",
                       (long long)rows, (long long)cols, (long long)n);
     if (cols % tr->blck)
         return tb_err(TB_ERR_ARG, "tb_matvec: %lld columns is not a multiple of %s's block of %lld",
                       (long long)cols, tr->name, (long long)tr->blck);
     *j = (job_t){.k = &tb_kernels()->t[wtype], .W = W, .ws = tb_type_row_bytes(wtype, cols),
-                 .X = X, .as = tb_act_row_bytes(wtype, cols), .Y = Y,
+                 .as = tb_act_row_bytes(wtype, cols), .Y = Y,
                  .rows = rows, .cols = cols, .n = n};
     return TB_OK;
 }
@@ -73,6 +74,7 @@ int tb_matvec(tb_pool_t *pool, tb_type_t wtype, const void *W, int64_t rows, int
     job_t j;
     int rc = prepare(&j, wtype, W, rows, cols, x, 1, y);
     if (rc) return rc;
+    j.X = x;
     j.A = tb_alloc_aligned(j.as);
     if (!j.A) return tb_err(TB_ERR_NOMEM, "tb_matvec: out of memory for %zu activation bytes", j.as);
     j.k->quantize_act(x, j.A, cols);
@@ -86,6 +88,7 @@ int tb_matmul(tb_pool_t *pool, tb_type_t wtype, const void *W, int64_t rows, int
     job_t j;
     int rc = prepare(&j, wtype, W, rows, cols, X, n, Y);
     if (rc) return rc;
+    j.X = X;
     j.A = tb_alloc_aligned(j.as * (size_t)n);
     if (!j.A) return tb_err(TB_ERR_NOMEM, "tb_matmul: out of memory for %lld activation rows", (long long)n);
     tb_pool_run(pool, run_quant, &j);
@@ -146,10 +149,8 @@ static int prepare_act(job_t *j, tb_type_t wtype, const void *W, int64_t rows, i
     if (a->wtype != wtype || a->cols != cols)
         return tb_err(TB_ERR_ARG, "tb_matvec: activations for %s x %lld, weights %s x %lld",
                       tb_type_traits(a->wtype)->name, (long long)a->cols, tb_type_name(wtype), (long long)cols);
-    static const float dummy;
-    int rc = prepare(j, wtype, W, rows, cols, &dummy, a->n, Y);
+    int rc = prepare(j, wtype, W, rows, cols, a->A, a->n, Y);
     j->A = a->A;
-    j->X = NULL;
     return rc;
 }
 
