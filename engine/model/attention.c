@@ -44,12 +44,6 @@ typedef struct att_ctx {
     tb_pass_clock_t *clk;    /* NULL unless profiling                    */
 } att_ctx;
 
-/* A pass's clock marks for workers without a prologue. */
-static void clk_in(const att_ctx *c, int ith) {
-    tb_pass_clock_mark(c->clk, ith, TB_CLK_ENTRY);
-    tb_pass_clock_mark(c->clk, ith, TB_CLK_ROWS);
-}
-
 /* ===================================================================== */
 /* Prep and store                                                         */
 /* ===================================================================== */
@@ -262,7 +256,7 @@ static void fused_worker(void *arg, int ith, int nth) {
     att_ctx *c = arg;
     const int nkv = c->s->m->info.n_head_kv;
     (void)nth;
-    clk_in(c, ith);
+    tb_pass_clock_enter(c->clk, ith);
     for (int g; (g = atomic_fetch_add_explicit(&c->next, 1, memory_order_relaxed)) < nkv;) {
         prep(c, 0, g);
         store(c, 0, g);
@@ -275,7 +269,7 @@ static void prep_worker(void *arg, int ith, int nth) {
     const att_ctx *c = arg;
     const int nkv = c->s->m->info.n_head_kv;
     int64_t i0, i1;
-    clk_in(c, ith);
+    tb_pass_clock_enter(c->clk, ith);
     split((int64_t)c->n * nkv, ith, nth, &i0, &i1);
     for (int64_t it = i0; it < i1; it++) {
         prep(c, (int32_t)(it / nkv), (int)(it % nkv));
@@ -288,7 +282,7 @@ static void attend_worker(void *arg, int ith, int nth) {
     const att_ctx *c = arg;
     const int nkv = c->s->m->info.n_head_kv;
     int64_t i0, i1;
-    clk_in(c, ith);
+    tb_pass_clock_enter(c->clk, ith);
     if (c->t_only >= 0) {
         split(nkv, ith, nth, &i0, &i1);
         for (int64_t g = i0; g < i1; g++) {
@@ -302,33 +296,26 @@ static void attend_worker(void *arg, int ith, int nth) {
     tb_pass_clock_mark(c->clk, ith, TB_CLK_DONE);
 }
 
-/* One pool pass of fn, on the pass clock. */
-static void att_run(att_ctx *c, void (*fn)(void *, int, int), bool shared) {
-    tb_pass_clock_begin(c->clk);
-    if (shared) tb_pool_run_shared(c->s->pool, fn, c);
-    else tb_pool_run(c->s->pool, fn, c);
-    tb_pass_clock_end(c->clk);
-}
 
 void tb_attention(tb_session_t *s, int32_t il, int32_t n) {
     att_ctx c = {.s = s, .L = &s->m->layers[il], .kv = &s->kv[il], .n = n, .pos0 = s->pos,
                  .t_only = -1, .clk = tb_prof_clock(s)};
     if (n == 1) {
         atomic_init(&c.next, 0);
-        att_run(&c, fused_worker, true);
+        tb_pass_clock_run(c.clk, s->pool, fused_worker, &c, true);
         return;
     }
     /* Position q = pos0 + t overwrites q - cap, which token t - 1 reads
      * whenever q >= cap: then tokens go one at a time. */
     const bool overwrite = s->pos + n - 1 >= c.kv->cap;
     c.store = !overwrite;
-    att_run(&c, prep_worker, false);
+    tb_pass_clock_run(c.clk, s->pool, prep_worker, &c, false);
     if (!overwrite) {
-        att_run(&c, attend_worker, false);
+        tb_pass_clock_run(c.clk, s->pool, attend_worker, &c, false);
         return;
     }
     for (int32_t t = 0; t < n; t++) {
         c.t_only = t;
-        att_run(&c, attend_worker, false);
+        tb_pass_clock_run(c.clk, s->pool, attend_worker, &c, false);
     }
 }

@@ -212,9 +212,7 @@ void tb_lin_run(tb_pool_t *pool, tb_sched_t *sched, const tb_lin_pro_t *pro,
     /* claims of >= CHUNK_MIN_BYTES on average rows */
     const double unit_cost = units ? cost / (double)units * ROW_ALIGN : 1.0;
     p.min_units = TB_MAX(1, (int64_t)(CHUNK_MIN_BYTES / unit_cost));
-    tb_pass_clock_begin(clk);
-    tb_pool_run_shared(pool, lin_worker, &p);   /* claimed prologue and rows: thread 0 can do it all */
-    tb_pass_clock_end(clk);
+    tb_pass_clock_run(clk, pool, lin_worker, &p, true);   /* claimed prologue and rows: thread 0 can do it all */
 }
 
 size_t tb_lin_quantize(tb_type_t wtype, const float *x, int64_t x_ld, int64_t n,

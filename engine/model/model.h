@@ -261,16 +261,22 @@ typedef struct tb_pass_clock {
 
 enum { TB_CLK_ENTRY = 0, TB_CLK_ROWS = 1, TB_CLK_DONE = 2, TB_CLK_STRIDE = 8 };
 
-/* Before a pass (c may be NULL: profiling off, then all three are no-ops). */
-void tb_pass_clock_begin(tb_pass_clock_t *c);
-/* Thread ith reached point k (TB_CLK_*) of the pass. */
+/* Thread ith reached point k (TB_CLK_*) of the pass (c may be NULL:
+ * profiling off, then every tb_pass_clock_* is a no-op). */
 static inline void tb_pass_clock_mark(tb_pass_clock_t *c, int ith, int k) {
     if (c) c->t[ith * TB_CLK_STRIDE + k] = tb_now_ns();
 }
-/* After the pool run returned: per pass, wake = the last participant's
- * entry - t_start; prologue = the participants' mean (rows - entry);
- * tail = now - the first participant's done. */
-void tb_pass_clock_end(tb_pass_clock_t *c);
+/* Thread ith entered a pass without a prologue: its rows start at once. */
+static inline void tb_pass_clock_enter(tb_pass_clock_t *c, int ith) {
+    tb_pass_clock_mark(c, ith, TB_CLK_ENTRY);
+    tb_pass_clock_mark(c, ith, TB_CLK_ROWS);
+}
+/* One pool pass of fn(arg) (shared: tb_pool_run_shared, else
+ * tb_pool_run) on clock c, folded into its sums: per pass, wake = the last
+ * participant's entry - start; prologue = the participants' mean (rows -
+ * entry); tail = end - the first participant's done. */
+void tb_pass_clock_run(tb_pass_clock_t *c, tb_pool_t *pool, void (*fn)(void *, int, int), void *arg,
+                       bool shared);
 
 /* Run all jobs in ONE pool pass, after the prologue `pro` (NULL: none):
  * the rows of all jobs are concatenated as 16-row units, each thread

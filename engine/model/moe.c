@@ -80,8 +80,7 @@ static void combine_rows(tb_session_t *s, int32_t t, int64_t i0, int64_t i1) {
 /* Prefill: combine per (token, 256-wide chunk). */
 static void combine_worker(void *arg, int ith, int nth) {
     const moe_ctx *c = arg;
-    tb_pass_clock_mark(c->clk, ith, TB_CLK_ENTRY);
-    tb_pass_clock_mark(c->clk, ith, TB_CLK_ROWS);
+    tb_pass_clock_enter(c->clk, ith);
     const int64_t E = c->s->m->info.n_embd, ce = 256, nc = (E + ce - 1) / ce;
     const int64_t items = (int64_t)c->n * nc;
     for (int64_t it = items * ith / nth; it < items * (ith + 1) / nth; it++) {
@@ -216,9 +215,7 @@ void tb_moe_ffn(tb_session_t *s, int32_t il, int32_t n) {
     t0 = tb_prof_start(s);
     if (n == 1) {   /* the K experts' down matrices, combined in the same pass */
         for (int k = 0; k < tb_pool_n_threads(s->pool); k++) atomic_init(&c.taken[k], 0);
-        tb_pass_clock_begin(clk);
-        tb_pool_run_shared(s->pool, down1_worker, &c);
-        tb_pass_clock_end(clk);
+        tb_pass_clock_run(clk, s->pool, down1_worker, &c, true);
         tb_prof_end(s, TB_PHASE_FFN_DOWN, t0, (uint64_t)K * L->down_exps.mat_bytes);
         return;
     }
@@ -232,8 +229,6 @@ void tb_moe_ffn(tb_session_t *s, int32_t il, int32_t n) {
                                        .y = s->ed + off[e] * E, .ldy = E};
     }
     tb_lin_run(s->pool, s->sched, &c.pro, s->jobs, nj, clk);
-    tb_pass_clock_begin(clk);
-    tb_pool_run(s->pool, combine_worker, &c);
-    tb_pass_clock_end(clk);
+    tb_pass_clock_run(clk, s->pool, combine_worker, &c, false);
     tb_prof_end_jobs(s, TB_PHASE_FFN_DOWN, t0, s->jobs, nj);
 }

@@ -18,10 +18,13 @@ const char *tb_phase_name(tb_phase_t p) {
     return (unsigned)p < TB_PHASE_COUNT ? names[p] : "?";
 }
 
+/* Zero the pass clock's sums. */
+static void clock_clear(tb_pass_clock_t *c) { c->passes = c->wake_ns = c->prologue_ns = c->tail_ns = 0; }
+
 void tb_session_set_profile(tb_session_t *s, bool on) {
     if (!s) return;
     memset(&s->prof, 0, sizeof s->prof);
-    s->clk.passes = s->clk.wake_ns = s->clk.prologue_ns = s->clk.tail_ns = 0;
+    clock_clear(&s->clk);
     s->prof_on = on;
 }
 
@@ -43,20 +46,20 @@ void tb_prof_end(tb_session_t *s, tb_phase_t ph, uint64_t t0, uint64_t bytes) {
     p->wake_ns += c->wake_ns;
     p->prologue_ns += c->prologue_ns;
     p->tail_ns += c->tail_ns;
-    c->passes = c->wake_ns = c->prologue_ns = c->tail_ns = 0;
+    clock_clear(c);
 }
 
 /* ===================================================================== */
 /* Pass clock                                                             */
 /* ===================================================================== */
 
-void tb_pass_clock_begin(tb_pass_clock_t *c) {
+static void clock_begin(tb_pass_clock_t *c) {
     if (!c) return;
     memset(c->t, 0, (size_t)c->nth * TB_CLK_STRIDE * sizeof *c->t);
     c->t_start = tb_now_ns();
 }
 
-void tb_pass_clock_end(tb_pass_clock_t *c) {
+static void clock_end(tb_pass_clock_t *c) {
     if (!c) return;
     const uint64_t end = tb_now_ns();
     uint64_t last_in = c->t_start, first_done = end, pro = 0;
@@ -74,6 +77,14 @@ void tb_pass_clock_end(tb_pass_clock_t *c) {
     c->wake_ns += last_in - c->t_start;
     c->prologue_ns += n ? pro / (uint64_t)n : 0;
     c->tail_ns += end - first_done;
+}
+
+void tb_pass_clock_run(tb_pass_clock_t *c, tb_pool_t *pool, void (*fn)(void *, int, int), void *arg,
+                       bool shared) {
+    clock_begin(c);
+    if (shared) tb_pool_run_shared(pool, fn, arg);
+    else tb_pool_run(pool, fn, arg);
+    clock_end(c);
 }
 
 void tb_prof_end_jobs(tb_session_t *s, tb_phase_t ph, uint64_t t0, const tb_lin_job_t *jobs, int n_jobs) {
