@@ -222,6 +222,20 @@ static void kernels_free(tb_weights_t **pw, tb_act_t **act, int n_tiers) {
     }
 }
 
+/* One timed repetition: quantize X into a (its time into *qns), then the
+ * weight pass of matrix mat alone, matvec or gemm (its time into *ns). */
+static void time_rep(tb_pool_t *pool, const tb_weights_t *w, int64_t mat, tb_act_t *a, const float *X, float *Y,
+                     bool gemm, double *ns, double *qns) {
+    const uint64_t tq = tb_now_ns();
+    tb_act_set(a, X);
+    const uint64_t t0 = tb_now_ns();
+    if (gemm) tb_weights_matmul_act(pool, w, mat, a, Y);
+    else tb_weights_matvec_act(pool, w, mat, a, Y);
+    const uint64_t t1 = tb_now_ns();
+    *ns = (double)(t1 - t0);
+    *qns = (double)(t0 - tq);
+}
+
 /* The median of v[0..n) (n >= 1). */
 static double median_of(const double *v, int n) {
     tb_stats_summary_t sum;
@@ -265,12 +279,9 @@ static int run_kernels_format(const kernels_opts_t *o, tb_type_t t, const tb_isa
         for (int rep = 0; rep < 4 || (tb_now_ns() < t_end && rep <= MAX_SAMPLES); rep++, n += rep > 1)
             for (int k = 0; k < n_tiers; k++) {   /* interleaved tiers */
                 tb_isa_set(tiers[k]);
-                const uint64_t tq = tb_now_ns();
-                tb_act_set(act[k], x);
-                const uint64_t t0 = tb_now_ns();
-                tb_weights_matvec_act(pool, pw[k], c, act[k], y);
-                const uint64_t dt = tb_now_ns() - t0;
-                if (rep > 0) { ns[k * MAX_SAMPLES + rep - 1] = (double)dt; qns[k * MAX_SAMPLES + rep - 1] = (double)(t0 - tq); }
+                double dt, dq;
+                time_rep(pool, pw[k], c, act[k], x, y, false, &dt, &dq);
+                if (rep > 0) { ns[k * MAX_SAMPLES + rep - 1] = dt; qns[k * MAX_SAMPLES + rep - 1] = dq; }
                 c = (c + 1) % copies;
             }
         for (int k = 0; k < n_tiers; k++)
@@ -297,12 +308,9 @@ static int run_kernels_format(const kernels_opts_t *o, tb_type_t t, const tb_isa
         for (int rep = 0; rep < 3 || (tb_now_ns() < t_end && rep <= 200); rep++, n += rep > 1)
             for (int k = 0; k < n_tiers; k++) {
                 tb_isa_set(tiers[k]);
-                const uint64_t tq = tb_now_ns();
-                tb_act_set(act[k], X);
-                const uint64_t t0 = tb_now_ns();
-                tb_weights_matmul_act(pool, pw[k], 0, act[k], Y);
-                const uint64_t dt = tb_now_ns() - t0;
-                if (rep > 0) { ns[k * MAX_SAMPLES + rep - 1] = (double)dt; qns[k * MAX_SAMPLES + rep - 1] = (double)(t0 - tq); }
+                double dt, dq;
+                time_rep(pool, pw[k], 0, act[k], X, Y, true, &dt, &dq);
+                if (rep > 0) { ns[k * MAX_SAMPLES + rep - 1] = dt; qns[k * MAX_SAMPLES + rep - 1] = dq; }
             }
         for (int k = 0; k < n_tiers; k++)
             kernels_report(o, t, tiers[k], true, grows, gcols, ns + k * MAX_SAMPLES, n,
