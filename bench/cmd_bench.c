@@ -8,7 +8,12 @@
  * evals, each followed by a read-bandwidth probe. Rep i is charged against
  * the higher of the probes on either side of it, so when this VM's
  * bandwidth moves between its states (~33 and ~60 GB/s) each rep is
- * compared with what memory delivered around it.
+ * compared with what memory delivered around it. A rep whose two probes
+ * differ by more than PROBE_AGREE ran while the state changed: its real
+ * roofline lies somewhere between them, and the higher one can charge it
+ * for a state it spent only part of its time in. Such reps stay in every
+ * figure above; the "settled" figure is the median over the others alone,
+ * and the JSON lists every rep's tok/s and probes.
  *
  * With several -m files the files take turns inside every rep (A B, then
  * B A, ...), so they see the same machine states, and each file after the
@@ -28,6 +33,7 @@
 #include <string.h>
 
 #define BENCH_MAX_MODELS 4
+#define PROBE_AGREE 0.15    /* a rep is settled when its probes differ by at most this share */
 
 typedef struct {
     const char *models[BENCH_MAX_MODELS];
@@ -46,6 +52,9 @@ typedef struct {
     double roofline_pct;                /* median over reps of achieved / roofline */
     double roofline_pct_min, roofline_pct_max;
     double *tps;                        /* (reps) tok/s of each rep, in rep order  */
+    double *probe;                      /* (reps, 2) the probes before and after each rep (GB/s) */
+    int settled;                        /* reps whose probes agree (PROBE_AGREE)   */
+    double roofline_pct_settled;        /* median over those reps; NAN when none   */
     /* decode only (tok_n > 0): the latency of every timed token of every rep */
     size_t tok_n;                       /* tokens timed: reps x N                  */
     double tok_ms_p50, tok_ms_p90, tok_ms_p99, tok_ms_max;
@@ -131,6 +140,25 @@ static void tok_stats(const double *lat, size_t m, bench_result_t *r) {
     r->stall_pct = tb_stats_stall_pct(lat, m, TB_STALL_FACTOR);
 }
 
+/* r->settled and r->roofline_pct_settled from the reps' probes and their
+ * roofline percentages pct (R). */
+static int settled_pct(bench_result_t *r, const double *pct, int R) {
+    double *ok = malloc(sizeof(double) * (size_t)(R > 0 ? R : 1));
+    if (!ok) {
+        fprintf(stderr, "ternbench bench: out of memory for %d reps\n", R);
+        return TB_ERR_NOMEM;
+    }
+    int m = 0;
+    for (int i = 0; i < R; i++) {
+        const double a = r->probe[2 * i], b = r->probe[2 * i + 1], hi = a > b ? a : b;
+        if (fabs(a - b) <= PROBE_AGREE * hi) ok[m++] = pct[i];
+    }
+    r->settled = m;
+    r->roofline_pct_settled = m ? tb_stats_median(ok, (size_t)m) : NAN;
+    free(ok);
+    return TB_OK;
+}
+
 /* Test `ti` (prefill if batch, else decode; n tokens) of every variant:
  * warm-ups, then R reps, the variants in turn inside each rep (forward on
  * even reps, backward on odd ones), a probe after every eval (*bw holds
@@ -147,7 +175,8 @@ static int bench_test(bench_var_t *v, int nv, const bench_opts_t *o, bool batch,
         bench_result_t *r = &v[k].res[ti];
         memset(r, 0, sizeof *r);
         r->tps = calloc((size_t)R, sizeof(double));
-        nomem |= !r->tps;
+        r->probe = calloc((size_t)R * 2, sizeof(double));
+        nomem |= !r->tps || !r->probe;
     }
     if (nomem) {
         free(buf);
@@ -173,6 +202,8 @@ static int bench_test(bench_var_t *v, int nv, const bench_opts_t *o, bool batch,
             const size_t at = (size_t)k * (size_t)R + (size_t)i;
             roof[at] = before > *bw ? before : *bw;
             pct[at] = 100.0 * *tps * test_bytes(&v[k], batch, n) / 1e9 / roof[at];
+            v[k].res[ti].probe[2 * i] = before;
+            v[k].res[ti].probe[2 * i + 1] = *bw;
         }
     if (bad >= 0) say_err(v[bad].path);
     for (int k = 0; k < nv && !rc; k++) {
@@ -189,6 +220,7 @@ static int bench_test(bench_var_t *v, int nv, const bench_opts_t *o, bool batch,
         r->roofline_pct = sum.median;
         r->roofline_pct_min = sum.min;
         r->roofline_pct_max = sum.max;
+        if ((rc = settled_pct(r, pct + (size_t)k * (size_t)R, R))) break;
         if (lat_all) {
             tok_stats(lat_all + (size_t)k * (size_t)R * (size_t)n, (size_t)R * (size_t)n, r);
             r->p50_roofline_pct = 100.0 * (1e3 / r->tok_ms_p50) * r->bytes_per_token / 1e9 / r->bw_median;
@@ -297,6 +329,18 @@ static void print_profile(const char *path, const tb_profile_t *p, const tb_byte
     else printf("%-10s %10.3f %6.1f%%\n", "other", rest / 1e6 / tok, 100.0 * (double)rest / (double)p->total_ns);
 }
 
+/* The per-rep samples of a test: tok/s and the probes either side (the
+ * rep is charged against the higher), the settled count and its median. */
+static void print_json_reps(const bench_result_t *r, int R) {
+    printf(", \"rep_tokens_per_s\": [");
+    for (int i = 0; i < R; i++) printf("%s%.3f", i ? ", " : "", r->tps[i]);
+    printf("], \"rep_probe_gbps\": [");
+    for (int i = 0; i < R; i++) printf("%s[%.3f, %.3f]", i ? ", " : "", r->probe[2 * i], r->probe[2 * i + 1]);
+    printf("], \"settled_reps\": %d, \"roofline_pct_settled\": ", r->settled);
+    if (r->settled) printf("%.2f", r->roofline_pct_settled);
+    else printf("null");
+}
+
 static void print_json(const bench_var_t *v, int nv, int n_res, const bench_ratio_t *cmp,
                        const bench_opts_t *o, double bw_before, double bw_after) {
     const char *isa = tb_isa_name(tb_isa_active());
@@ -315,6 +359,7 @@ static void print_json(const bench_var_t *v, int nv, int n_res, const bench_rati
                    o->mmap ? "mmap" : "copy", (unsigned long long)v[k].info.resident_bytes,
                    v[k].info.load_ns / 1e9);
             cmd_json_str(v[k].path);
+            print_json_reps(r, o->reps);
             if (r->tok_n)
                 printf(", \"itl_p50_ms\": %.6f, \"itl_p90_ms\": %.6f, \"itl_p99_ms\": %.6f, "
                        "\"itl_max_ms\": %.6f, \"stall_pct\": %.2f, \"p50_roofline_pct\": %.4f",
@@ -362,6 +407,15 @@ static void print_table(const bench_var_t *v, int nv, int n_res, const bench_rat
             printf("%12.2f %9.2f %14.0f %10.2f %9.2f %8.1f%% %6.1f-%5.1f%%\n", r->tps_median, r->tps_stddev,
                    r->bytes_per_token, r->gbps, r->bw_median, r->roofline_pct, r->roofline_pct_min,
                    r->roofline_pct_max);
+        }
+    for (int t = 0; t < n_res; t++)
+        for (int k = 0; k < nv; k++) {
+            const bench_result_t *r = &v[k].res[t];
+            if (r->settled == o->reps) continue;
+            printf("# %s%s%s: %d of %d reps settled (their probes within %.0f%%)", r->test, nv > 1 ? " " : "",
+                   nv > 1 ? base_name(v[k].path) : "", r->settled, o->reps, 100.0 * PROBE_AGREE);
+            if (r->settled) printf(": %.1f%% of roofline over those\n", r->roofline_pct_settled);
+            else printf("\n");
         }
     for (int t = 0; t < n_res; t++)
         for (int k = 0; k < nv; k++) {
@@ -445,7 +499,10 @@ static int var_open(bench_var_t *v, const bench_opts_t *o, const tb_session_para
 static void var_close(bench_var_t *v) {
     tb_session_free(v->s);
     tb_model_free(v->m);
-    for (int t = 0; t < 2; t++) free(v->res[t].tps);
+    for (int t = 0; t < 2; t++) {
+        free(v->res[t].tps);
+        free(v->res[t].probe);
+    }
 }
 
 int cmd_bench(int argc, char **argv) {

@@ -12,7 +12,16 @@ the medians of p50_roofline_pct (low / high) and stall_pct; tokens_per_s in
 each state. Then every paired comparison as bench states it (model /
 baseline) and inverted (baseline / model): the median over rounds of each
 round's median per-repetition ratio, its range, and the repetitions in which
-the numerator was faster. Python 3 standard library only.
+the numerator was faster.
+
+Objects that list their repetitions (bench --json: rep_tokens_per_s,
+rep_probe_gbps) get a second table over repetitions instead of rounds: each
+repetition is charged, as bench charges it, against the higher of the two
+probes either side of it, and is "settled" in the low or high state when
+both probes are on the same side of GBPS and within 15 % of each other;
+the rest ran while the state changed ("mixed"). Per (file, test): medians
+of the settled repetitions' roofline % and tok/s in each state, and of the
+mixed ones, with counts. Python 3 standard library only.
 """
 import collections
 import json
@@ -29,6 +38,45 @@ def med(xs):
 def name(path):
     base = os.path.basename(path)
     return base[:-5] if base.endswith(".gguf") else base
+
+
+AGREE = 0.15   # bench's PROBE_AGREE: a repetition's probes within this share
+
+
+def rep_state(before, after, split):
+    """'low' / 'high' when both probes agree and sit on one side of split, else 'mixed'."""
+    if abs(before - after) > AGREE * max(before, after):
+        return "mixed"
+    if before < split and after < split:
+        return "low"
+    if before >= split and after >= split:
+        return "high"
+    return "mixed"
+
+
+def rep_table(tests, split):
+    """The per-repetition table, for the (file, test) pairs whose objects list repetitions."""
+    rows = []
+    for (f, t), v in sorted(tests.items()):
+        by = collections.defaultdict(list)   # state -> [(pct, tok/s)]
+        for x in v:
+            if "rep_tokens_per_s" not in x or "rep_probe_gbps" not in x or "bytes_per_token" not in x:
+                continue
+            for tps, (b, a) in zip(x["rep_tokens_per_s"], x["rep_probe_gbps"]):
+                pct = 100.0 * tps * x["bytes_per_token"] / 1e9 / max(b, a)
+                by[rep_state(b, a, split)].append((pct, tps))
+        if by:
+            rows.append((f, t, by))
+    if not rows:
+        return
+    print(f"\nper repetition: {'file':24} {'test':6} {'n':>4} {'low %':>6} {'n':>4} {'high %':>6} {'n':>4}"
+          f" {'mixed %':>7} {'n':>4} {'tok/s low':>9} {'tok/s high':>10}")
+    for f, t, by in rows:
+        n = sum(len(x) for x in by.values())
+        g = lambda s, i: med([x[i] for x in by[s]])
+        print(f"per repetition: {f:24} {t:6} {n:4} {g('low', 0):6.1f} {len(by['low']):4} "
+              f"{g('high', 0):6.1f} {len(by['high']):4} {g('mixed', 0):7.1f} {len(by['mixed']):4} "
+              f"{g('low', 1):9.1f} {g('high', 1):10.1f}")
 
 
 def main(argv):
@@ -85,6 +133,7 @@ def main(argv):
               f"{g(lo, 'roofline_pct'):6.1f} {len(lo):3} {g(hi, 'roofline_pct'):6.1f} {len(hi):3} "
               f"{g(lo, 'p50_roofline_pct'):7.1f} {g(hi, 'p50_roofline_pct'):8.1f} {g(v, 'stall_pct'):7.1f} "
               f"{g(lo, 'tokens_per_s'):9.1f} {g(hi, 'tokens_per_s'):10.1f}")
+    rep_table(tests, split)
     for (m, b, t), v in sorted(cmps.items()):
         r = [x["ratio_median"] for x in v]
         reps = sum(x["reps"] for x in v)

@@ -21,6 +21,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+static int cmp_double(const void *a, const void *b) {
+    const double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
 /* The number after "key": in the JSON object starting at obj (one line);
  * fails the test when absent. */
 static double num(const char *obj, const char *key) {
@@ -47,6 +52,46 @@ static void str(const char *obj, const char *key, char *out, size_t cap) {
     out[e - p] = '\0';
 }
 
+/* The per-rep samples: `reps` tok/s and probe pairs; each rep's roofline %
+ * (tok/s x bytes against the higher probe) must give the test's median,
+ * and the settled reps (probes within 15 %) their own median. */
+static void check_reps(const char *obj, int reps, double bpt, double pct) {
+    const char *eol = strchr(obj, '\n'), *t = strstr(obj, "\"rep_tokens_per_s\": ["),
+               *b = strstr(obj, "\"rep_probe_gbps\": [");
+    if (!t || !b || (eol && (t > eol || b > eol))) fail_msg("bench --json: no per-rep samples in %.300s", obj);
+    t = strchr(t, '[') + 1;
+    b = strchr(b, '[') + 1;
+    double all[16], ok[16];
+    int m = 0;
+    assert_true(reps <= 16);
+    for (int i = 0; i < reps; i++) {
+        char *end;
+        const double tps = strtod(t, &end);
+        assert_true(end > t && tps > 0);
+        t = end + (*end == ',' ? 1 : 0);
+        double p[2];
+        if (sscanf(b, " [%lf, %lf]", &p[0], &p[1]) != 2) fail_msg("bench --json: bad probe pair %d at %.60s", i, b);
+        assert_true(p[0] > 0 && p[1] > 0);
+        b = strchr(b, ']') + 1;
+        if (*b == ',') b++;
+        const double hi = p[0] > p[1] ? p[0] : p[1];
+        all[i] = 100.0 * tps * bpt / 1e9 / hi;
+        if (fabs(p[0] - p[1]) <= 0.15 * hi) ok[m++] = all[i];
+    }
+    assert_true(*t == ']' && *b == ']');    /* exactly `reps` of each */
+    qsort(all, (size_t)reps, sizeof *all, cmp_double);
+    const double want = reps % 2 ? all[reps / 2] : (all[reps / 2 - 1] + all[reps / 2]) / 2;
+    assert_true(fabs(pct - want) <= 0.01 + 1e-3 * want);
+    assert_int_equal((int)num(obj, "settled_reps"), m);
+    if (!m) {
+        if (!strstr(obj, "\"roofline_pct_settled\": null")) fail_msg("bench --json: settled median of no reps");
+        return;
+    }
+    qsort(ok, (size_t)m, sizeof *ok, cmp_double);
+    const double ws = m % 2 ? ok[m / 2] : (ok[m / 2 - 1] + ok[m / 2]) / 2;
+    assert_true(fabs(num(obj, "roofline_pct_settled") - ws) <= 0.01 + 1e-3 * ws);
+}
+
 static void check_test(const char *obj, const char *name, int reps) {
     char want[48];
     snprintf(want, sizeof want, "{\"test\": \"%s\",", name);
@@ -60,6 +105,7 @@ static void check_test(const char *obj, const char *name, int reps) {
     assert_true(num(obj, "bandwidth_before_gbps") > 0 && num(obj, "bandwidth_after_gbps") > 0);
     assert_true(lo > 0 && lo <= pct + 1e-2 && pct <= hi + 1e-2);
     assert_int_equal((int)num(obj, "reps"), reps);
+    check_reps(obj, reps, bpt, pct);
     /* decode tests carry the token latency distribution, prefill none */
     const char *eol = strchr(obj, '\n'), *itl = strstr(obj, "\"itl_p50_ms\"");
     const int has_itl = itl && (!eol || itl < eol);

@@ -17,6 +17,14 @@ read -r -a b <<<"$(line b)"
 # a / b: 2, 4, 1 -> 2.000 (1.000-4.000), a faster in 12 of 15
 grep -qx "tg64 b / a: 0.500 (0.250-1.000, 3 rounds), b faster in 3 of 15 repetitions" <<<"$out" || fail "b / a"
 grep -qx "tg64 a / b: 2.000 (1.000-4.000, 3 rounds), a faster in 12 of 15 repetitions" <<<"$out" || fail "a / b"
+# per repetition (a only lists them; bytes 3e8, so pct = 100 * tok/s * 0.3 / max(probes)):
+#   round 1: 100 @ 30/30 low 100 %; 110 @ 30/60 mixed 55 %; 120 @ 60/60 high 60 %
+#   round 3: 200 @ 60/60 high 100 %; 190 @ 60/58 (3 % apart) high 95 %
+#   -> low 100.0 (1), high 60,100,95 -> 95.0 (3), mixed 55.0 (1); tok/s low 100.0, high 190.0
+rep=$(grep -E "^per repetition: a +tg64 " <<<"$out") || fail "no per-repetition row for a"
+read -r -a ra <<<"${rep#per repetition: }"
+[ "${ra[*]}" = "a tg64 5 100.0 1 95.0 3 55.0 1 100.0 190.0" ] || fail "per-repetition row a: ${ra[*]}"
+if grep -qE "^per repetition: b " <<<"$out"; then fail "a per-repetition row for b, which lists no repetitions"; fi
 # --split 35.5 moves round 2 (36 GB/s) to the high state: a low 90.0 (1), high 82.0 (2)
 out=$(python3 "$src/tools/rounds_summary.py" --split 35.5 "$src/tests/tools/rounds.jsonl")
 read -r -a a <<<"$(line a)"
