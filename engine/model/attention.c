@@ -319,3 +319,12 @@ void tb_attention(tb_session_t *s, int32_t il, int32_t n) {
         tb_pass_clock_run(c.clk, s->pool, attend_worker, &c, false);
     }
 }
+
+void tb_attention_heads(tb_session_t *s, int32_t il, int g0, int g1, int ith) {
+    att_ctx c = {.s = s, .L = &s->m->layers[il], .kv = &s->kv[il], .n = 1, .pos0 = s->pos, .t_only = -1};
+    for (int g = g0; g < g1; g++) {
+        prep(&c, 0, g);
+        store(&c, 0, g);
+        attend(&c, 0, g, ith);
+    }
+}

@@ -19,6 +19,7 @@
 #include "kernels/kernels.h"
 
 #include <math.h>
+#include <stdatomic.h>
 #include <string.h>
 
 /* ===================================================================== */
@@ -35,7 +36,7 @@ static bool act_is_f32(tb_type_t t) { return tb_type_traits(t)->vec_dot_type == 
  * prologue and one pool pass; a second format (mixed files) gets a
  * plain quantization of the prologue's output in a pass of its own. */
 static void lin_multi(tb_session_t *s, tb_phase_t ph, tb_lin_pro_t *pro, const tb_weight_t *const *w,
-                      float *const *ys, const int64_t *ld, float *const *acc, int nw) {
+                      float *const *ys, const int64_t *ld, float *const *acc, int nw, const int64_t *col0) {
     bool done[8] = {false}, mixed = false;
     assert(nw <= 8);
     for (int i = 1; i < nw; i++)
@@ -60,7 +61,10 @@ static void lin_multi(tb_session_t *s, tb_phase_t ph, tb_lin_pro_t *pro, const t
         for (int j = i; j < nw; j++) {
             if (done[j] || tb_type_traits(w[j]->type)->vec_dot_type != act) continue;
             done[j] = true;
-            s->jobs[nj++] = (tb_lin_job_t){.w = w[j], .a = a, .a_stride = st, .n_tok = p.n,
+            const int64_t c0 = col0 ? col0[j] : 0;   /* a column slice reads its part of the row */
+            const size_t ca = p.q ? tb_act_row_bytes(w[i]->type, c0) : (size_t)c0 * sizeof(float);
+            assert(!p.q || c0 % tb_type_traits(act)->blck == 0);   /* whole activation blocks */
+            s->jobs[nj++] = (tb_lin_job_t){.w = w[j], .a = (const uint8_t *)a + ca, .a_stride = st, .n_tok = p.n,
                                            .y = ys[j], .ldy = ld[j], .acc = acc ? acc[j] : NULL};
         }
         if (p.kind == TB_PRO_QUANT && !p.q) p.kind = TB_PRO_NONE;
@@ -69,6 +73,184 @@ static void lin_multi(tb_session_t *s, tb_phase_t ph, tb_lin_pro_t *pro, const t
         tb_prof_end_jobs(s, ph, t0, s->jobs, nj);
         first = false;
     }
+}
+
+/* ===================================================================== */
+/* Column slices                                                          */
+/* ===================================================================== */
+
+typedef struct fold_ctx { tb_session_t *s; int32_t n; } fold_ctx;
+
+/* x = (x + y) + y2 over elements [i0, i1) of the (n, n_embd) rows. */
+static void fold_range(tb_session_t *s, int64_t i0, int64_t i1) {
+    for (int64_t i = i0; i < i1; i++) s->x[i] = (s->x[i] + s->y[i]) + s->y2[i];
+}
+
+static void fold_worker(void *arg, int ith, int nth) {
+    const fold_ctx *c = arg;
+    const int64_t m = (int64_t)c->n * c->s->m->info.n_embd;
+    fold_range(c->s, m * ith / nth, m * (ith + 1) / nth);
+}
+
+/* The two column slices' outputs (y, y2) into the residual stream, in the
+ * order every path uses. One token: on the caller; a chunk: a pool pass. */
+static void fold(tb_session_t *s, int32_t n) {
+    if (n == 1) { fold_range(s, 0, s->m->info.n_embd); return; }
+    fold_ctx c = {s, n};
+    tb_pool_run(s->pool, fold_worker, &c);
+}
+
+/* ===================================================================== */
+/* Split decode: two passes per dense layer on two threads                */
+/* ===================================================================== */
+
+/* Thread s of 2 owns kv heads [s n_kv / 2, (s + 1) n_kv / 2), Wo's column
+ * slice s (exactly those heads' outputs) and down's column slice s (the
+ * rows of gate and up it computes itself), so within a pass it needs no
+ * activation the other thread made, except the shared norm prologue:
+ *   A  xn = rmsnorm(x) quantized (shared prologue); its Q, K, V rows;
+ *      attention of its kv heads; its heads' outputs quantized; Wo_s . att_s
+ *   B  xn = rmsnorm(x) quantized (shared prologue); its gate and up rows;
+ *      SwiGLU and quantization of its half; down_s . h_s
+ * and after each pass x = (x + y) + y2 as on every other path, so the
+ * results are bit-identical to them. */
+typedef struct split_ctx {
+    tb_session_t *s;
+    const tb_layer_t *L;
+    int32_t il;
+    const float *norm_w;      /* this pass's RMSNorm weight        */
+    tb_type_t wtype;          /* the format its activation feeds   */
+    bool fold;                /* x is short of (+ yin[0]) + yin[1] */
+    float *yin[2];            /* the previous pass's slice outputs (read in the prologue) */
+    float *yout[2];           /* this pass's: the other pair, as the other thread may
+                                 still be reading yin while this one writes           */
+} split_ctx;
+
+/* The pass's prologue, on each thread for itself (no waiting, no shared
+ * activation): x' = fold(x) into this thread's x_own (its half also into
+ * x_alt, which becomes x after the pass), then RMSNorm and quantization of
+ * x' into its own activation row, by the same item code as the shared
+ * prologue, so the same bytes. Returns that row. */
+static const void *split_prologue(split_ctx *c, int ith) {
+    tb_session_t *s = c->s;
+    const tb_model_info_t *in = &s->m->info;
+    const int64_t E = in->n_embd;
+    float *xo = s->x_own + ith * E;                               /* (n_embd) */
+    if (c->fold) {
+        const float *y = c->yin[0], *y2 = c->yin[1];
+        for (int64_t i = 0; i < E; i++) xo[i] = (s->x[i] + y[i]) + y2[i];
+        const int64_t r0 = E * ith / 2, r1 = E * (ith + 1) / 2;
+        memcpy(s->x_alt + r0, xo + r0, (size_t)(r1 - r0) * sizeof *xo);
+    } else {
+        memcpy(xo, s->x, (size_t)E * sizeof *xo);
+    }
+    void *a = (uint8_t *)s->act_own + (size_t)ith * s->act_bytes;
+    tb_lin_pro_t p = {.kind = TB_PRO_NORM, .x = xo, .ld = E, .n_in = E, .n = 1, .w = c->norm_w,
+                      .eps = in->norm_eps, .wtype = c->wtype, .q = a, .q_stride = tb_act_row_bytes(c->wtype, E)};
+    tb_lin_pro_items_run(&p, 0, tb_lin_pro_items(&p));
+    return a;
+}
+
+/* Rows [r0, r1) of w on activation row a into y. */
+static void split_rows(const tb_weight_t *w, const void *a, float *y, int64_t r0, int64_t r1) {
+    const tb_lin_job_t j = {.w = w, .a = a, .n_tok = 1, .y = y, .ldy = w->n_out};
+    tb_lin_rows(&j, r0, r1);
+}
+
+static void split_attn_worker(void *arg, int ith, int nth) {
+    split_ctx *c = arg;
+    tb_session_t *s = c->s;
+    const tb_layer_t *L = c->L;
+    const tb_model_info_t *in = &s->m->info;
+    assert(nth == 2);
+    (void)nth;
+    const void *xa = split_prologue(c, ith);
+    const int g0 = in->n_head_kv * ith / 2, g1 = in->n_head_kv * (ith + 1) / 2;
+    const int64_t hd = in->head_dim, gq = (int64_t)(in->n_head / in->n_head_kv) * hd;
+    split_rows(&L->wq, xa, s->q, g0 * gq, g1 * gq);
+    split_rows(&L->wk, xa, s->k, g0 * hd, g1 * hd);
+    split_rows(&L->wv, xa, s->v, g0 * hd, g1 * hd);
+    tb_attention_heads(s, c->il, g0, g1, ith);
+    const int64_t c0 = g0 * gq, c1 = g1 * gq;                 /* = 0, cut or cut, nq */
+    assert(c0 == (ith ? L->wo_cut : 0) && c1 == (ith ? L->wo.n_in : L->wo_cut));
+    const tb_type_t t = L->wo.type;
+    uint8_t *qa = (uint8_t *)s->act_tp + tb_act_row_bytes(t, c0);
+    tb_kernels()->t[t].quantize_act(s->att + c0, qa, c1 - c0);
+    split_rows(&L->wo_sl[ith], qa, c->yout[ith], 0, in->n_embd);
+}
+
+static void split_ffn_worker(void *arg, int ith, int nth) {
+    split_ctx *c = arg;
+    tb_session_t *s = c->s;
+    const tb_layer_t *L = c->L;
+    const tb_model_info_t *in = &s->m->info;
+    assert(nth == 2);
+    (void)nth;
+    const void *xa = split_prologue(c, ith);
+    const int64_t f0 = ith ? L->down_cut : 0, f1 = ith ? L->ffn_down.n_in : L->down_cut;
+    split_rows(&L->ffn_gate, xa, s->ff_g, f0, f1);
+    split_rows(&L->ffn_up, xa, s->ff_u, f0, f1);
+    tb_op_swiglu_for(tb_kernels()->isa)(s->ff_g + f0, s->ff_u + f0, f1 - f0, INFINITY);
+    const tb_type_t t = L->ffn_down.type;
+    uint8_t *qa = (uint8_t *)s->act_tp + tb_act_row_bytes(t, f0);
+    tb_kernels()->t[t].quantize_act(s->ff_g + f0, qa, f1 - f0);
+    split_rows(&L->down_sl[ith], qa, c->yout[ith], 0, in->n_embd);
+}
+
+/* True when layer il's decode step can run split: 2 threads, one token,
+ * a dense FFN, Wo and down in slices whose cuts are the kv-head and
+ * gate/up halves, every matrix on quantized activations of one format,
+ * row cuts on 16-row units. Not while profiling (its passes are per phase). */
+static bool split_ok(const tb_session_t *s, const tb_layer_t *L, int32_t n) {
+    const tb_model_info_t *in = &s->m->info;
+    if (n != 1 || s->prof_on || tb_pool_n_threads(s->pool) != 2 || in->n_expert > 0 || !L->wo_cut ||
+        !L->down_cut || in->n_head_kv % 2)
+        return false;
+    const tb_type_t a = tb_type_traits(L->wq.type)->vec_dot_type;
+    const tb_weight_t *w[] = {&L->wk, &L->wv, &L->wo, &L->ffn_gate, &L->ffn_up, &L->ffn_down};
+    if (a == TB_TYPE_F32) return false;
+    for (size_t i = 0; i < TB_ARRAY_LEN(w); i++)
+        if (tb_type_traits(w[i]->type)->vec_dot_type != a) return false;
+    const int64_t hd = in->head_dim, gq = (int64_t)(in->n_head / in->n_head_kv) * hd;
+    return L->wo_cut == (int64_t)(in->n_head_kv / 2) * gq && hd % 16 == 0 && gq % 16 == 0 &&
+           L->down_cut % 16 == 0;
+}
+
+/* One split pass: the prologue folds x when y, y2 are pending, and then x
+ * is the buffer it wrote (x_alt). */
+static void split_pass(tb_session_t *s, split_ctx *c, void (*fn)(void *, int, int)) {
+    c->fold = s->fold_pending;
+    c->yin[0] = s->yp[0];
+    c->yin[1] = s->yp[1];
+    const bool a = s->yp[0] == s->y;
+    c->yout[0] = a ? s->y_b : s->y;
+    c->yout[1] = a ? s->y2_b : s->y2;
+    tb_pool_run(s->pool, fn, c);
+    s->yp[0] = c->yout[0];
+    s->yp[1] = c->yout[1];
+    if (c->fold) {
+        float *t = s->x;
+        s->x = s->x_alt;
+        s->x_alt = t;
+    }
+    s->fold_pending = true;
+}
+
+static void split_layer(tb_session_t *s, int32_t il) {
+    const tb_layer_t *L = &s->m->layers[il];
+    split_ctx c = {.s = s, .L = L, .il = il, .norm_w = L->attn_norm, .wtype = L->wq.type};
+    split_pass(s, &c, split_attn_worker);
+    c.norm_w = L->ffn_norm;
+    c.wtype = L->ffn_gate.type;
+    split_pass(s, &c, split_ffn_worker);
+}
+
+/* x = (x + y) + y2 when a split pass left it pending. */
+static void split_settle(tb_session_t *s) {
+    if (!s->fold_pending) return;
+    const int64_t E = s->m->info.n_embd;
+    for (int64_t i = 0; i < E; i++) s->x[i] = (s->x[i] + s->yp[0][i]) + s->yp[1][i];
+    s->fold_pending = false;
 }
 
 /* ===================================================================== */
@@ -86,16 +268,24 @@ static void attn_block(tb_session_t *s, int32_t il, int32_t n) {
     const tb_weight_t *w[3] = {&L->wq, &L->wk, &L->wv};
     float *ys[3] = {s->q, s->k, s->v};
     const int64_t ld[3] = {nq, nkv, nkv};
-    lin_multi(s, TB_PHASE_QKV, &pn, w, ys, ld, NULL, 3);
+    lin_multi(s, TB_PHASE_QKV, &pn, w, ys, ld, NULL, 3, NULL);
     const uint64_t t0 = tb_prof_start(s);
     tb_attention(s, il, n);
     tb_prof_end(s, TB_PHASE_ATTENTION, t0, 0);
     /* x += Wo · att */
     tb_lin_pro_t pq = {.kind = TB_PRO_QUANT, .x = s->att, .ld = nq, .n_in = nq, .n = n};
+    if (L->wo_cut) {   /* x = (x + Wo_0 . att[0:cut]) + Wo_1 . att[cut:] */
+        const tb_weight_t *wo[2] = {&L->wo_sl[0], &L->wo_sl[1]};
+        float *yo[2] = {s->y, s->y2};
+        const int64_t ldo[2] = {E, E}, c0[2] = {0, L->wo_cut};
+        lin_multi(s, TB_PHASE_ATTN_OUT, &pq, wo, yo, ldo, NULL, 2, c0);
+        fold(s, n);
+        return;
+    }
     const tb_weight_t *wo[1] = {&L->wo};
     float *yo[1] = {s->y}, *acc[1] = {s->x};
     const int64_t ldo[1] = {E};
-    lin_multi(s, TB_PHASE_ATTN_OUT, &pq, wo, yo, ldo, acc, 1);
+    lin_multi(s, TB_PHASE_ATTN_OUT, &pq, wo, yo, ldo, acc, 1, NULL);
 }
 
 static void dense_ffn(tb_session_t *s, int32_t il, int32_t n) {
@@ -108,14 +298,22 @@ static void dense_ffn(tb_session_t *s, int32_t il, int32_t n) {
     const tb_weight_t *w[2] = {&L->ffn_gate, &L->ffn_up};
     float *ys[2] = {s->ff_g, s->ff_u};
     const int64_t ld[2] = {F, F};
-    lin_multi(s, TB_PHASE_FFN_UP, &pn, w, ys, ld, NULL, 2);
+    lin_multi(s, TB_PHASE_FFN_UP, &pn, w, ys, ld, NULL, 2, NULL);
     /* x += Wd · (silu(g) * u) */
     tb_lin_pro_t ps = {.kind = TB_PRO_SWIGLU, .x = s->ff_g, .u = s->ff_u, .ld = F, .n_in = F,
                        .n = n, .clamp = INFINITY};
+    if (L->down_cut) {   /* x = (x + Wd_0 . h[0:cut]) + Wd_1 . h[cut:] */
+        const tb_weight_t *wd[2] = {&L->down_sl[0], &L->down_sl[1]};
+        float *yd[2] = {s->y, s->y2};
+        const int64_t ldd[2] = {E, E}, c0[2] = {0, L->down_cut};
+        lin_multi(s, TB_PHASE_FFN_DOWN, &ps, wd, yd, ldd, NULL, 2, c0);
+        fold(s, n);
+        return;
+    }
     const tb_weight_t *wd[1] = {&L->ffn_down};
     float *yd[1] = {s->y}, *acc[1] = {s->x};
     const int64_t ldd[1] = {E};
-    lin_multi(s, TB_PHASE_FFN_DOWN, &ps, wd, yd, ldd, acc, 1);
+    lin_multi(s, TB_PHASE_FFN_DOWN, &ps, wd, yd, ldd, acc, 1, NULL);
 }
 
 static void ffn_block(tb_session_t *s, int32_t il, int32_t n) {
@@ -144,6 +342,9 @@ int tb_forward_chunk(tb_session_t *s, const int32_t *tokens, int32_t n, bool all
         deq((const uint8_t *)m->tok_embd.data + (size_t)tokens[t] * m->tok_embd.row_bytes, s->x + t * E, E);
     }
     tb_prof_end(s, TB_PHASE_EMBED, t_chunk, (uint64_t)n * m->tok_embd.row_bytes);
+    s->fold_pending = false;     /* x is the embeddings; no slice output is pending */
+    s->yp[0] = s->y;
+    s->yp[1] = s->y2;
 
     /* ---- rope tables: [0] rope_base, [1] rope_base_swa ---- */
     for (int32_t t = 0; t < n; t++) {
@@ -154,9 +355,16 @@ int tb_forward_chunk(tb_session_t *s, const int32_t *tokens, int32_t n, bool all
 
     /* ---- layers ---- */
     for (int32_t il = 0; il < in->n_layer; il++) {
+        if (split_ok(s, &m->layers[il], n)) {
+            split_layer(s, il);
+            continue;
+        }
+        split_settle(s);
         attn_block(s, il, n);
         ffn_block(s, il, n);
     }
+
+    split_settle(s);
 
     /* ---- output head ---- */
     if (!logits) {
@@ -170,7 +378,7 @@ int tb_forward_chunk(tb_session_t *s, const int32_t *tokens, int32_t n, bool all
     const tb_weight_t *w[1] = {&m->output};
     float *ys[1] = {logits};
     const int64_t ld[1] = {in->n_vocab};
-    lin_multi(s, TB_PHASE_OUTPUT, &pn, w, ys, ld, NULL, 1);
+    lin_multi(s, TB_PHASE_OUTPUT, &pn, w, ys, ld, NULL, 1, NULL);
     s->pos += n;
     if (s->prof_on) { s->prof.total_ns += tb_now_ns() - t_chunk; s->prof.tokens += (uint64_t)n; }
     return TB_OK;

@@ -219,17 +219,77 @@ static void compute_info(tb_model_t *m) {
     in->file_bytes = tb_gguf_file_size(m->gguf);
     in->repack_bytes = 0;
     in->resident_bytes = 0;
+    in->slice_bytes = 0;
 }
 
 /* Every matrix the forward pass multiplies, each once (a tied output head
  * is the embedding and is visited as `output` only). Returns the count. */
+/* ===================================================================== */
+/* Column slices                                                          */
+/* ===================================================================== */
+
+/* The first column of w's second slice when it splits at `want` (a whole
+ * number of blocks inside the row), else 0. */
+static int64_t slice_cut(const tb_weight_t *w, int64_t want) {
+    const int64_t blck = tb_type_traits(w->type)->blck;
+    return w->data && w->n_mat == 1 && want > 0 && want < w->n_in && want % blck == 0 ? want : 0;
+}
+
+/* Slices s = 0, 1 of w cut at column `cut`, their file-layout rows copied
+ * to *at (advanced). */
+static void slice_make(const tb_weight_t *w, int64_t cut, tb_weight_t *sl, uint8_t **at) {
+    const tb_type_traits_t *tr = tb_type_traits(w->type);
+    for (int k = 0; k < 2; k++) {
+        const int64_t c0 = k ? cut : 0, c1 = k ? w->n_in : cut;
+        const size_t off = (size_t)(c0 / tr->blck) * tr->bytes, rb = tb_type_row_bytes(w->type, c1 - c0);
+        sl[k] = (tb_weight_t){.data = *at, .type = w->type, .n_in = c1 - c0, .n_out = w->n_out, .n_mat = 1,
+                              .row_bytes = rb, .mat_bytes = rb * (size_t)w->n_out};
+        for (int64_t r = 0; r < w->n_out; r++)
+            memcpy(*at + (size_t)r * rb, (const uint8_t *)w->data + (size_t)r * w->row_bytes + off, rb);
+        *at += (sl[k].mat_bytes + 63) & ~(size_t)63;
+    }
+}
+
+/* Cut every layer's Wo between the two halves of its kv heads and every
+ * dense ffn_down in the middle (whole blocks), into slices of their own;
+ * matrices that do not divide so stay whole. */
+static int split_columns(tb_model_t *m) {
+    const tb_model_info_t *in = &m->info;
+    const int64_t group = in->n_head / in->n_head_kv;
+    size_t total = 0;
+    for (int32_t il = 0; il < in->n_layer; il++) {
+        tb_layer_t *L = &m->layers[il];
+        L->wo_cut = slice_cut(&L->wo, (int64_t)(in->n_head_kv / 2) * group * in->head_dim);
+        const int64_t bd = L->ffn_down.data ? tb_type_traits(L->ffn_down.type)->blck : 1;
+        L->down_cut = slice_cut(&L->ffn_down, L->ffn_down.n_in / bd / 2 * bd);
+        if (L->wo_cut) total += L->wo.mat_bytes + 128;
+        if (L->down_cut) total += L->ffn_down.mat_bytes + 128;
+    }
+    if (!total) return TB_OK;
+    m->slice_store = tb_alloc_aligned(total);
+    m->slice_bytes = total;
+    m->info.slice_bytes = total;
+    if (!m->slice_store) return tb_err(TB_ERR_NOMEM, "out of memory for %zu bytes of column slices", total);
+    uint8_t *at = m->slice_store;
+    for (int32_t il = 0; il < in->n_layer; il++) {
+        tb_layer_t *L = &m->layers[il];
+        if (L->wo_cut) slice_make(&L->wo, L->wo_cut, L->wo_sl, &at);
+        if (L->down_cut) slice_make(&L->ffn_down, L->down_cut, L->down_sl, &at);
+    }
+    assert(at <= m->slice_store + total);
+    return TB_OK;
+}
+
 static int weight_list(tb_model_t *m, tb_weight_t **w, int cap) {
     int n = 0;
 #define ADD(x) if ((x).data && n < cap) w[n++] = &(x);
     for (int32_t il = 0; il < m->info.n_layer; il++) {
         tb_layer_t *L = &m->layers[il];
-        ADD(L->wq) ADD(L->wk) ADD(L->wv) ADD(L->wo)
-        ADD(L->ffn_gate) ADD(L->ffn_up) ADD(L->ffn_down) ADD(L->router)
+        ADD(L->wq) ADD(L->wk) ADD(L->wv)
+        if (L->wo_cut) { ADD(L->wo_sl[0]) ADD(L->wo_sl[1]) } else { ADD(L->wo) }
+        ADD(L->ffn_gate) ADD(L->ffn_up)
+        if (L->down_cut) { ADD(L->down_sl[0]) ADD(L->down_sl[1]) } else { ADD(L->ffn_down) }
+        ADD(L->router)
         ADD(L->gate_exps) ADD(L->up_exps) ADD(L->down_exps)
     }
     ADD(m->output)
@@ -283,7 +343,10 @@ static int place_one(place_ctx *c, const place_region *r, uint64_t *repacked) {
         tb_weight_t *x = c->w[j];
         const size_t file_bytes = x->mat_bytes * (size_t)x->n_mat;
         if (!c->sz[j]) continue;
-        tb_mapping_populate(x->data, file_bytes);
+        /* a column slice lives in slice_store, not in the file mapping */
+        const uint8_t *d = x->data, *ss = c->m->slice_store;
+        const bool mapped = !(ss && d >= ss && d < ss + c->m->slice_bytes);
+        if (mapped) tb_mapping_populate(x->data, file_bytes);
         if (c->rp[j]) {
             /* a pair: matrix e of gate at e * 2 mb, of up at e * 2 mb + mb */
             const size_t mb = c->sz[j] / (size_t)x->n_mat;
@@ -297,7 +360,7 @@ static int place_one(place_ctx *c, const place_region *r, uint64_t *repacked) {
         } else {
             memcpy(at, x->data, file_bytes);
         }
-        tb_mapping_release(x->data, file_bytes);
+        if (mapped) tb_mapping_release(x->data, file_bytes);
         if (!c->rp[j]) {
             if (c->m->tied && x == &c->m->output) c->m->tok_embd.data = at;
             x->data = at;
@@ -338,7 +401,7 @@ static int cmp_region(const void *a, const void *b) {
  * Regions are laid out in the forward pass's order, then filled by
  * n_threads threads, largest region first (the same bytes for any count). */
 static int place_weights(tb_model_t *m, tb_weights_mode_t mode, int n_threads) {
-    const int cap = 11 * m->info.n_layer + 1;
+    const int cap = 13 * m->info.n_layer + 1;
     tb_weight_t **w = malloc(sizeof *w * (size_t)cap);
     size_t *sz = malloc(sizeof *sz * (size_t)cap);
     bool *rp = malloc(sizeof *rp * (size_t)cap);
@@ -389,6 +452,7 @@ static int place_weights(tb_model_t *m, tb_weights_mode_t mode, int n_threads) {
     m->info.repack_bytes = atomic_load(&c.repacked);
     m->info.resident_bytes = total;
 done:
+    m->info.resident_bytes += m->slice_bytes;
     tb_pool_free(pool);
     free(reg);
     free(w);
@@ -427,7 +491,7 @@ int tb_model_load_ex(const char *path, const tb_model_params_t *p, tb_model_t **
     }
     compute_info(m);
     m->info.weights_mode = (int32_t)mode;
-    if ((rc = place_weights(m, mode, p ? p->n_threads : 1)) != TB_OK) {
+    if ((rc = split_columns(m)) != TB_OK || (rc = place_weights(m, mode, p ? p->n_threads : 1)) != TB_OK) {
         tb_model_free(m);
         return rc;
     }
@@ -443,6 +507,7 @@ void tb_model_free(tb_model_t *m) {
     tb_tokenizer_free(m->tok);
     free(m->layers);
     free(m->norm_store);
+    tb_free_aligned(m->slice_store);
     tb_gguf_close(m->gguf);
     free(m);
 }

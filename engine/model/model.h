@@ -53,6 +53,13 @@ typedef struct tb_layer {
     bool rope;                       /* apply RoPE on this layer           */
     float rope_base;
     float clamp;                     /* swiglu clamp c; INFINITY: none     */
+    /* Wo and the dense ffn_down as two column slices (model.c): every path
+     * computes x = (x + W_0 . a[0:cut]) + W_1 . a[cut:], so that a 2-thread
+     * decode can give each thread one slice and the half of the activation
+     * it produced itself. wo_cut / down_cut == 0: not split (the whole
+     * matrix, the other fields unused). */
+    tb_weight_t wo_sl[2], down_sl[2];
+    int64_t wo_cut, down_cut;        /* first column of slice 1            */
 } tb_layer_t;
 
 struct tb_model {
@@ -69,6 +76,8 @@ struct tb_model {
     const float *output_norm;        /* (n_embd) */
     tb_layer_t *layers;              /* (n_layer) */
     float *norm_store;               /* owns every f32 norm vector */
+    uint8_t *slice_store;            /* (slice_bytes) owns the column slices' file-layout rows */
+    size_t slice_bytes;
 };
 
 /* ---- hparams.c --------------------------------------------------------- */

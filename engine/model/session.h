@@ -43,6 +43,14 @@ struct tb_session {
     float *x;                        /* (nb, n_embd) residual stream     */
     float *xn;                       /* (nb, n_embd) normed input         */
     float *y;                        /* (nb, n_embd) block output         */
+    float *y2;                       /* (nb, n_embd) second column slice's output */
+    void *act_tp;                    /* (act_bytes) the split decode's second activation row */
+    void *act_own;                   /* (2, act_bytes) split decode: each thread's own norm row */
+    float *x_own;                    /* (2, n_embd) split decode: each thread's folded x      */
+    float *x_alt;                    /* (nb, n_embd) the residual stream's other buffer       */
+    float *y_b, *y2_b;               /* (n_embd) each: the split decode's second output pair   */
+    bool fold_pending;               /* x is short of (+ yp[0]) + yp[1] (split decode)         */
+    float *yp[2];                    /* the pending pair: y, y2 or y_b, y2_b                   */
     float *q;                        /* (nb, n_head * head_dim)           */
     float *k, *v;                    /* (nb, n_head_kv * head_dim)        */
     float *att;                      /* (nb, n_head * head_dim)           */
@@ -96,6 +104,10 @@ int tb_forward_chunk(tb_session_t *s, const int32_t *tokens, int32_t n, bool all
  * Input s->q, s->k, s->v (modified in place); output s->att
  * (n, n_head*head_dim). */
 void tb_attention(tb_session_t *s, int32_t il, int32_t n);
+/* One decode token's attention of kv heads [g0, g1) on the calling thread
+ * (thread ith of its pass: its scores scratch), as tb_attention computes
+ * each of them. */
+void tb_attention_heads(tb_session_t *s, int32_t il, int g0, int g1, int ith);
 
 /* ---- profile.c --------------------------------------------------------- */
 

@@ -4,6 +4,9 @@
  *    batched prefill vs token-by-token decode (and the final logits
  *    bit-identical), for maple-tiny, llama-tiny and moe-tiny;
  *  - prefill logits (all rows) bit-identical to decode logits row by row;
+ *  - llama-tiny Q4_0 / Q8_0 (Wo and ffn_down cut into column slices, so a
+ *    2-thread decode runs the split two-pass layers): decode logits at 2
+ *    threads bit-identical to 1 thread token by token, and to prefill;
  *  - KV F16 close to KV F32;
  *  - context overflow is TB_ERR_RANGE and leaves the session usable;
  *  - logits accessor, reset, out-of-vocabulary ids, memory accounting.
@@ -87,6 +90,50 @@ static void prefill_rows_equal_decode(const char *preset, int n_threads) {
     tb_session_free(b);
     tb_model_free(m);
 }
+
+/* Token-by-token decode at 2 threads (the split layers) against 1 thread
+ * and against an all-rows prefill, bit for bit, for a dense file whose Wo
+ * and ffn_down are cut into slices. */
+static void split_decode_equal(int type) {
+    char path[512];
+    if (th_synth(th_dir, "llama-tiny", type, path, sizeof path)) fail_msg("synth: %s", tb_last_error());
+    tb_model_t *m;
+    if (tb_model_load(path, &m)) fail_msg("load: %s", tb_last_error());
+    tb_model_info_t in;
+    assert_int_equal(tb_model_get_info(m, &in), TB_OK);
+    assert_true(in.slice_bytes > 0);      /* the layers can split */
+    const int V = tb_model_n_vocab(m), n = 40;
+    int32_t ids[40];
+    th_prompt(ids, n, V, 5);
+    tb_session_params_t sp = tb_session_default_params();
+    sp.n_ctx = 48;
+    sp.n_batch = 9;
+    tb_session_t *s1, *s2, *sp2;
+    sp.n_threads = 1;
+    assert_int_equal(tb_session_new(m, &sp, &s1), TB_OK);
+    sp.n_threads = 2;
+    assert_int_equal(tb_session_new(m, &sp, &s2), TB_OK);
+    assert_int_equal(tb_session_new(m, &sp, &sp2), TB_OK);
+    assert_int_equal(tb_session_eval(sp2, ids, n, true), TB_OK);
+    for (int t = 0; t < n; t++) {
+        assert_int_equal(tb_session_eval(s1, &ids[t], 1, false), TB_OK);
+        assert_int_equal(tb_session_eval(s2, &ids[t], 1, false), TB_OK);
+        const float *a = tb_session_logits(s1, -1), *b = tb_session_logits(s2, -1), *c = tb_session_logits(sp2, t);
+        if (memcmp(a, b, (size_t)V * sizeof *a))
+            fail_msg("type %d: position %d decode logits differ, 1 vs 2 threads (rel L2 %.3g)", type, t,
+                     th_rel_l2(a, b, (size_t)V));
+        if (memcmp(b, c, (size_t)V * sizeof *b))
+            fail_msg("type %d: position %d 2-thread decode and prefill logits differ (rel L2 %.3g)", type, t,
+                     th_rel_l2(b, c, (size_t)V));
+    }
+    tb_session_free(s1);
+    tb_session_free(s2);
+    tb_session_free(sp2);
+    tb_model_free(m);
+}
+
+static void test_split_decode_q4_0(void **st) { (void)st; split_decode_equal(TB_TYPE_Q4_0); }
+static void test_split_decode_q8_0(void **st) { (void)st; split_decode_equal(TB_TYPE_Q8_0); }
 
 static void test_prefill_rows_maple(void **st) { (void)st; prefill_rows_equal_decode("maple-tiny", 2); }
 static void test_prefill_rows_moe(void **st) { (void)st; prefill_rows_equal_decode("moe-tiny", 2); }
@@ -219,6 +266,8 @@ int main(void) {
         cmocka_unit_test(test_greedy_moe),
         cmocka_unit_test(test_prefill_rows_maple),
         cmocka_unit_test(test_prefill_rows_moe),
+        cmocka_unit_test(test_split_decode_q4_0),
+        cmocka_unit_test(test_split_decode_q8_0),
         cmocka_unit_test(test_kv_f16_close),
         cmocka_unit_test(test_context_overflow),
         cmocka_unit_test(test_logits_and_args),
