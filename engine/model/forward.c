@@ -131,7 +131,9 @@ typedef struct split_ctx {
  * x_alt, which becomes x after the pass), then RMSNorm and quantization of
  * x' into its own activation row, by the same item code as the shared
  * prologue, so the same bytes. Returns that row. */
-static const void *split_prologue(split_ctx *c, int ith) {
+static const void *split_prologue(split_ctx *c, int ith, int nth) {
+    assert(nth == 2);
+    (void)nth;
     tb_session_t *s = c->s;
     const tb_model_info_t *in = &s->m->info;
     const int64_t E = in->n_embd;
@@ -157,44 +159,41 @@ static void split_rows(const tb_weight_t *w, const void *a, float *y, int64_t r0
     tb_lin_rows(&j, r0, r1);
 }
 
+/* Thread ith's columns [c0, c1) of src (its own half of the activation)
+ * quantized, and column slice sl[ith] over them into its output. */
+static void split_out(split_ctx *c, int ith, const tb_weight_t *sl, const float *src, int64_t c0, int64_t c1) {
+    const tb_type_t t = sl[ith].type;
+    uint8_t *qa = (uint8_t *)c->s->act_tp + tb_act_row_bytes(t, c0);
+    tb_kernels()->t[t].quantize_act(src + c0, qa, c1 - c0);
+    split_rows(&sl[ith], qa, c->yout[ith], 0, sl[ith].n_out);
+}
+
 static void split_attn_worker(void *arg, int ith, int nth) {
     split_ctx *c = arg;
+    const void *xa = split_prologue(c, ith, nth);
     tb_session_t *s = c->s;
     const tb_layer_t *L = c->L;
     const tb_model_info_t *in = &s->m->info;
-    assert(nth == 2);
-    (void)nth;
-    const void *xa = split_prologue(c, ith);
     const int g0 = in->n_head_kv * ith / 2, g1 = in->n_head_kv * (ith + 1) / 2;
     const int64_t hd = in->head_dim, gq = (int64_t)(in->n_head / in->n_head_kv) * hd;
     split_rows(&L->wq, xa, s->q, g0 * gq, g1 * gq);
     split_rows(&L->wk, xa, s->k, g0 * hd, g1 * hd);
     split_rows(&L->wv, xa, s->v, g0 * hd, g1 * hd);
     tb_attention_heads(s, c->il, g0, g1, ith);
-    const int64_t c0 = g0 * gq, c1 = g1 * gq;                 /* = 0, cut or cut, nq */
-    assert(c0 == (ith ? L->wo_cut : 0) && c1 == (ith ? L->wo.n_in : L->wo_cut));
-    const tb_type_t t = L->wo.type;
-    uint8_t *qa = (uint8_t *)s->act_tp + tb_act_row_bytes(t, c0);
-    tb_kernels()->t[t].quantize_act(s->att + c0, qa, c1 - c0);
-    split_rows(&L->wo_sl[ith], qa, c->yout[ith], 0, in->n_embd);
+    assert(g0 * gq == (ith ? L->wo_cut : 0) && g1 * gq == (ith ? L->wo.n_in : L->wo_cut));
+    split_out(c, ith, L->wo_sl, s->att, g0 * gq, g1 * gq);
 }
 
 static void split_ffn_worker(void *arg, int ith, int nth) {
     split_ctx *c = arg;
+    const void *xa = split_prologue(c, ith, nth);
     tb_session_t *s = c->s;
     const tb_layer_t *L = c->L;
-    const tb_model_info_t *in = &s->m->info;
-    assert(nth == 2);
-    (void)nth;
-    const void *xa = split_prologue(c, ith);
     const int64_t f0 = ith ? L->down_cut : 0, f1 = ith ? L->ffn_down.n_in : L->down_cut;
     split_rows(&L->ffn_gate, xa, s->ff_g, f0, f1);
     split_rows(&L->ffn_up, xa, s->ff_u, f0, f1);
     tb_op_swiglu_for(tb_kernels()->isa)(s->ff_g + f0, s->ff_u + f0, f1 - f0, INFINITY);
-    const tb_type_t t = L->ffn_down.type;
-    uint8_t *qa = (uint8_t *)s->act_tp + tb_act_row_bytes(t, f0);
-    tb_kernels()->t[t].quantize_act(s->ff_g + f0, qa, f1 - f0);
-    split_rows(&L->down_sl[ith], qa, c->yout[ith], 0, in->n_embd);
+    split_out(c, ith, L->down_sl, s->ff_g, f0, f1);
 }
 
 /* True when layer il's decode step can run split: 2 threads, one token,
