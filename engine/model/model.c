@@ -250,15 +250,22 @@ static void slice_make(const tb_weight_t *w, int64_t cut, tb_weight_t *sl, uint8
     }
 }
 
-/* Cut every layer's Wo between the two halves of its kv heads and every
- * dense ffn_down in the middle (whole blocks), into slices of their own;
- * matrices that do not divide so stay whole. */
+/* Cut every layer's Wo between the two halves of its kv heads and its
+ * ffn_down in the middle (whole blocks), into slices of their own, in a
+ * dense model on quantized activations; matrices that do not divide so
+ * stay whole. */
 static int split_columns(tb_model_t *m) {
     const tb_model_info_t *in = &m->info;
     const int64_t group = in->n_head / in->n_head_kv;
     size_t total = 0;
+    /* only where the split decode can use them (forward.c, split_ok): a
+     * dense model whose activations are quantized; the copies cost memory */
+    if (in->n_expert > 0) return TB_OK;
     for (int32_t il = 0; il < in->n_layer; il++) {
         tb_layer_t *L = &m->layers[il];
+        const bool q = L->wo.data && tb_type_traits(L->wo.type)->vec_dot_type != TB_TYPE_F32 && L->ffn_down.data &&
+                       tb_type_traits(L->ffn_down.type)->vec_dot_type != TB_TYPE_F32;
+        if (!q) continue;
         L->wo_cut = slice_cut(&L->wo, (int64_t)(in->n_head_kv / 2) * group * in->head_dim);
         const int64_t bd = L->ffn_down.data ? tb_type_traits(L->ffn_down.type)->blck : 1;
         L->down_cut = slice_cut(&L->ffn_down, L->ffn_down.n_in / bd / 2 * bd);
