@@ -249,6 +249,13 @@ static void split(int64_t items, int ith, int nth, int64_t *i0, int64_t *i1) {
     *i1 = items * (ith + 1) / nth;
 }
 
+/* One decode token's kv head g: prep, store, attend (thread ith's scores). */
+static void decode_head(const att_ctx *c, int g, int ith) {
+    prep(c, 0, g);
+    store(c, 0, g);
+    attend(c, 0, g, ith);
+}
+
 /* n == 1: prep + store + attend per kv head, one pass; the threads claim
  * kv heads in turn (each head is one thread's, so any claim order gives
  * the same result), and the caller alone finishes when the worker is late. */
@@ -257,11 +264,7 @@ static void fused_worker(void *arg, int ith, int nth) {
     const int nkv = c->s->m->info.n_head_kv;
     (void)nth;
     tb_pass_clock_enter(c->clk, ith);
-    for (int g; (g = atomic_fetch_add_explicit(&c->next, 1, memory_order_relaxed)) < nkv;) {
-        prep(c, 0, g);
-        store(c, 0, g);
-        attend(c, 0, g, ith);
-    }
+    for (int g; (g = atomic_fetch_add_explicit(&c->next, 1, memory_order_relaxed)) < nkv;) decode_head(c, g, ith);
     tb_pass_clock_mark(c->clk, ith, TB_CLK_DONE);
 }
 
@@ -322,9 +325,5 @@ void tb_attention(tb_session_t *s, int32_t il, int32_t n) {
 
 void tb_attention_heads(tb_session_t *s, int32_t il, int g0, int g1, int ith) {
     att_ctx c = {.s = s, .L = &s->m->layers[il], .kv = &s->kv[il], .n = 1, .pos0 = s->pos, .t_only = -1};
-    for (int g = g0; g < g1; g++) {
-        prep(&c, 0, g);
-        store(&c, 0, g);
-        attend(&c, 0, g, ith);
-    }
+    for (int g = g0; g < g1; g++) decode_head(&c, g, ith);
 }

@@ -19,7 +19,6 @@
 #include "kernels/kernels.h"
 
 #include <math.h>
-#include <stdatomic.h>
 #include <string.h>
 
 /* ===================================================================== */
@@ -81,21 +80,23 @@ static void lin_multi(tb_session_t *s, tb_phase_t ph, tb_lin_pro_t *pro, const t
 
 typedef struct fold_ctx { tb_session_t *s; int32_t n; } fold_ctx;
 
-/* x = (x + y) + y2 over elements [i0, i1) of the (n, n_embd) rows. */
-static void fold_range(tb_session_t *s, int64_t i0, int64_t i1) {
-    for (int64_t i = i0; i < i1; i++) s->x[i] = (s->x[i] + s->y[i]) + s->y2[i];
+/* dst = (x + y) + y2 over elements [i0, i1): the one order in which every
+ * path adds the two column slices' outputs to the residual stream. */
+static void fold_rows(float *dst, const float *x, const float *y, const float *y2, int64_t i0, int64_t i1) {
+    for (int64_t i = i0; i < i1; i++) dst[i] = (x[i] + y[i]) + y2[i];
 }
 
 static void fold_worker(void *arg, int ith, int nth) {
     const fold_ctx *c = arg;
-    const int64_t m = (int64_t)c->n * c->s->m->info.n_embd;
-    fold_range(c->s, m * ith / nth, m * (ith + 1) / nth);
+    tb_session_t *s = c->s;
+    const int64_t m = (int64_t)c->n * s->m->info.n_embd;
+    fold_rows(s->x, s->x, s->y, s->y2, m * ith / nth, m * (ith + 1) / nth);
 }
 
 /* The two column slices' outputs (y, y2) into the residual stream, in the
  * order every path uses. One token: on the caller; a chunk: a pool pass. */
 static void fold(tb_session_t *s, int32_t n) {
-    if (n == 1) { fold_range(s, 0, s->m->info.n_embd); return; }
+    if (n == 1) { fold_rows(s->x, s->x, s->y, s->y2, 0, s->m->info.n_embd); return; }
     fold_ctx c = {s, n};
     tb_pool_run(s->pool, fold_worker, &c);
 }
@@ -107,13 +108,16 @@ static void fold(tb_session_t *s, int32_t n) {
 /* Thread s of 2 owns kv heads [s n_kv / 2, (s + 1) n_kv / 2), Wo's column
  * slice s (exactly those heads' outputs) and down's column slice s (the
  * rows of gate and up it computes itself), so within a pass it needs no
- * activation the other thread made, except the shared norm prologue:
- *   A  xn = rmsnorm(x) quantized (shared prologue); its Q, K, V rows;
- *      attention of its kv heads; its heads' outputs quantized; Wo_s . att_s
- *   B  xn = rmsnorm(x) quantized (shared prologue); its gate and up rows;
- *      SwiGLU and quantization of its half; down_s . h_s
- * and after each pass x = (x + y) + y2 as on every other path, so the
- * results are bit-identical to them. */
+ * activation the other thread made:
+ *   A  x folded and xn = rmsnorm(x) quantized (split_prologue, each thread
+ *      for itself); its Q, K, V rows; attention of its kv heads; its heads'
+ *      outputs quantized; Wo_s . att_s
+ *   B  the same prologue; its gate and up rows; SwiGLU and quantization of
+ *      its half; down_s . h_s
+ * Each pass's two slice outputs are folded into x, (x + y) + y2 as on every
+ * other path, by the next prologue (or split_settle), so the results are
+ * bit-identical to them. Whether a layer can split is decided at load
+ * (model.c, split_fits: it then has the slices). */
 typedef struct split_ctx {
     tb_session_t *s;
     const tb_layer_t *L;
@@ -139,8 +143,7 @@ static const void *split_prologue(split_ctx *c, int ith, int nth) {
     const int64_t E = in->n_embd;
     float *xo = s->x_own + ith * E;                               /* (n_embd) */
     if (c->fold) {
-        const float *y = c->yin[0], *y2 = c->yin[1];
-        for (int64_t i = 0; i < E; i++) xo[i] = (s->x[i] + y[i]) + y2[i];
+        fold_rows(xo, s->x, c->yin[0], c->yin[1], 0, E);
         const int64_t r0 = E * ith / 2, r1 = E * (ith + 1) / 2;
         memcpy(s->x_alt + r0, xo + r0, (size_t)(r1 - r0) * sizeof *xo);
     } else {
@@ -160,10 +163,12 @@ static void split_rows(const tb_weight_t *w, const void *a, float *y, int64_t r0
 }
 
 /* Thread ith's columns [c0, c1) of src (its own half of the activation)
- * quantized, and column slice sl[ith] over them into its output. */
+ * quantized, at their place in its own activation row (whose norm row its
+ * rows have read by now), and column slice sl[ith] over them into its
+ * output. */
 static void split_out(split_ctx *c, int ith, const tb_weight_t *sl, const float *src, int64_t c0, int64_t c1) {
     const tb_type_t t = sl[ith].type;
-    uint8_t *qa = (uint8_t *)c->s->act_tp + tb_act_row_bytes(t, c0);
+    uint8_t *qa = (uint8_t *)c->s->act_own + (size_t)ith * c->s->act_bytes + tb_act_row_bytes(t, c0);
     tb_kernels()->t[t].quantize_act(src + c0, qa, c1 - c0);
     split_rows(&sl[ith], qa, c->yout[ith], 0, sl[ith].n_out);
 }
@@ -196,23 +201,10 @@ static void split_ffn_worker(void *arg, int ith, int nth) {
     split_out(c, ith, L->down_sl, s->ff_g, f0, f1);
 }
 
-/* True when layer il's decode step can run split: 2 threads, one token,
- * a dense FFN, Wo and down in slices whose cuts are the kv-head and
- * gate/up halves, every matrix on quantized activations of one format,
- * row cuts on 16-row units. Not while profiling (its passes are per phase). */
+/* True when layer L's step runs split now: one token on 2 threads, not
+ * profiling (its passes are per phase), and the layer has the slices. */
 static bool split_ok(const tb_session_t *s, const tb_layer_t *L, int32_t n) {
-    const tb_model_info_t *in = &s->m->info;
-    if (n != 1 || s->prof_on || tb_pool_n_threads(s->pool) != 2 || in->n_expert > 0 || !L->wo_cut ||
-        !L->down_cut || in->n_head_kv % 2)
-        return false;
-    const tb_type_t a = tb_type_traits(L->wq.type)->vec_dot_type;
-    const tb_weight_t *w[] = {&L->wk, &L->wv, &L->wo, &L->ffn_gate, &L->ffn_up, &L->ffn_down};
-    if (a == TB_TYPE_F32) return false;
-    for (size_t i = 0; i < TB_ARRAY_LEN(w); i++)
-        if (tb_type_traits(w[i]->type)->vec_dot_type != a) return false;
-    const int64_t hd = in->head_dim, gq = (int64_t)(in->n_head / in->n_head_kv) * hd;
-    return L->wo_cut == (int64_t)(in->n_head_kv / 2) * gq && hd % 16 == 0 && gq % 16 == 0 &&
-           L->down_cut % 16 == 0;
+    return n == 1 && !s->prof_on && tb_pool_n_threads(s->pool) == 2 && L->wo_cut;
 }
 
 /* One split pass: the prologue folds x when y, y2 are pending, and then x
@@ -247,8 +239,7 @@ static void split_layer(tb_session_t *s, int32_t il) {
 /* x = (x + y) + y2 when a split pass left it pending. */
 static void split_settle(tb_session_t *s) {
     if (!s->fold_pending) return;
-    const int64_t E = s->m->info.n_embd;
-    for (int64_t i = 0; i < E; i++) s->x[i] = (s->x[i] + s->yp[0][i]) + s->yp[1][i];
+    fold_rows(s->x, s->x, s->yp[0], s->yp[1], 0, s->m->info.n_embd);
     s->fold_pending = false;
 }
 

@@ -222,8 +222,6 @@ static void compute_info(tb_model_t *m) {
     in->slice_bytes = 0;
 }
 
-/* Every matrix the forward pass multiplies, each once (a tied output head
- * is the embedding and is visited as `output` only). Returns the count. */
 /* ===================================================================== */
 /* Column slices                                                          */
 /* ===================================================================== */
@@ -250,43 +248,56 @@ static void slice_make(const tb_weight_t *w, int64_t cut, tb_weight_t *sl, uint8
     }
 }
 
-/* Cut every layer's Wo between the two halves of its kv heads and its
- * ffn_down in the middle (whole blocks), into slices of their own, in a
- * dense model on quantized activations; matrices that do not divide so
- * stay whole. */
+/* True when dense layer L's decode step can run split at 2 threads
+ * (forward.c): an even number of kv heads, every matrix on one quantized
+ * activation format, and cuts (Wo between the two halves of its kv heads,
+ * ffn_down at its middle block) that are whole blocks and 16-row units. */
+static bool split_fits(const tb_model_info_t *in, const tb_layer_t *L, int64_t wo_cut, int64_t down_cut) {
+    const tb_weight_t *w[] = {&L->wq, &L->wk, &L->wv, &L->wo, &L->ffn_gate, &L->ffn_up, &L->ffn_down};
+    for (size_t i = 0; i < TB_ARRAY_LEN(w); i++)
+        if (!w[i]->data || tb_type_traits(w[i]->type)->vec_dot_type != tb_type_traits(L->wq.type)->vec_dot_type)
+            return false;
+    const int64_t hd = in->head_dim, gq = (int64_t)(in->n_head / in->n_head_kv) * hd;
+    return tb_type_traits(L->wq.type)->vec_dot_type != TB_TYPE_F32 && in->n_head_kv % 2 == 0 && wo_cut &&
+           down_cut && hd % 16 == 0 && gq % 16 == 0 && down_cut % 16 == 0;
+}
+
+/* Cut Wo and ffn_down of every dense layer whose decode step can run split
+ * (split_fits) into two column slices of their own; the copies cost
+ * memory, so no other layer gets them and those compute as before. */
 static int split_columns(tb_model_t *m) {
     const tb_model_info_t *in = &m->info;
     const int64_t group = in->n_head / in->n_head_kv;
     size_t total = 0;
-    /* only where the split decode can use them (forward.c, split_ok): a
-     * dense model whose activations are quantized; the copies cost memory */
     if (in->n_expert > 0) return TB_OK;
     for (int32_t il = 0; il < in->n_layer; il++) {
         tb_layer_t *L = &m->layers[il];
-        const bool q = L->wo.data && tb_type_traits(L->wo.type)->vec_dot_type != TB_TYPE_F32 && L->ffn_down.data &&
-                       tb_type_traits(L->ffn_down.type)->vec_dot_type != TB_TYPE_F32;
-        if (!q) continue;
-        L->wo_cut = slice_cut(&L->wo, (int64_t)(in->n_head_kv / 2) * group * in->head_dim);
-        const int64_t bd = L->ffn_down.data ? tb_type_traits(L->ffn_down.type)->blck : 1;
-        L->down_cut = slice_cut(&L->ffn_down, L->ffn_down.n_in / bd / 2 * bd);
-        if (L->wo_cut) total += L->wo.mat_bytes + 128;
-        if (L->down_cut) total += L->ffn_down.mat_bytes + 128;
+        if (!L->ffn_down.data) continue;
+        const int64_t bd = tb_type_traits(L->ffn_down.type)->blck;
+        const int64_t wc = slice_cut(&L->wo, (int64_t)(in->n_head_kv / 2) * group * in->head_dim);
+        const int64_t dc = slice_cut(&L->ffn_down, L->ffn_down.n_in / bd / 2 * bd);
+        if (!split_fits(in, L, wc, dc)) continue;
+        L->wo_cut = wc;
+        L->down_cut = dc;
+        total += L->wo.mat_bytes + L->ffn_down.mat_bytes + 256;
     }
     if (!total) return TB_OK;
     m->slice_store = tb_alloc_aligned(total);
-    m->slice_bytes = total;
-    m->info.slice_bytes = total;
     if (!m->slice_store) return tb_err(TB_ERR_NOMEM, "out of memory for %zu bytes of column slices", total);
+    m->slice_bytes = m->info.slice_bytes = total;
     uint8_t *at = m->slice_store;
     for (int32_t il = 0; il < in->n_layer; il++) {
         tb_layer_t *L = &m->layers[il];
-        if (L->wo_cut) slice_make(&L->wo, L->wo_cut, L->wo_sl, &at);
-        if (L->down_cut) slice_make(&L->ffn_down, L->down_cut, L->down_sl, &at);
+        if (!L->wo_cut) continue;
+        slice_make(&L->wo, L->wo_cut, L->wo_sl, &at);
+        slice_make(&L->ffn_down, L->down_cut, L->down_sl, &at);
     }
     assert(at <= m->slice_store + total);
     return TB_OK;
 }
 
+/* Every matrix the forward pass multiplies, each once (a tied output head
+ * is the embedding and is visited as `output` only). Returns the count. */
 static int weight_list(tb_model_t *m, tb_weight_t **w, int cap) {
     int n = 0;
 #define ADD(x) if ((x).data && n < cap) w[n++] = &(x);

@@ -44,7 +44,6 @@ struct tb_session {
     float *xn;                       /* (nb, n_embd) normed input         */
     float *y;                        /* (nb, n_embd) block output         */
     float *y2;                       /* (nb, n_embd) second column slice's output */
-    void *act_tp;                    /* (act_bytes) the split decode's second activation row */
     void *act_own;                   /* (2, act_bytes) split decode: each thread's own norm row */
     float *x_own;                    /* (2, n_embd) split decode: each thread's folded x      */
     float *x_alt;                    /* (nb, n_embd) the residual stream's other buffer       */
