@@ -248,38 +248,58 @@ static void slice_make(const tb_weight_t *w, int64_t cut, tb_weight_t *sl, uint8
     }
 }
 
-/* True when dense layer L's decode step can run split at 2 threads
- * (forward.c): an even number of kv heads, every matrix on one quantized
- * activation format, and cuts (Wo between the two halves of its kv heads,
- * ffn_down at its middle block) that are whole blocks and 16-row units. */
-static bool split_fits(const tb_model_info_t *in, const tb_layer_t *L, int64_t wo_cut, int64_t down_cut) {
-    const tb_weight_t *w[] = {&L->wq, &L->wk, &L->wv, &L->wo, &L->ffn_gate, &L->ffn_up, &L->ffn_down};
-    for (size_t i = 0; i < TB_ARRAY_LEN(w); i++)
-        if (!w[i]->data || tb_type_traits(w[i]->type)->vec_dot_type != tb_type_traits(L->wq.type)->vec_dot_type)
-            return false;
-    const int64_t hd = in->head_dim, gq = (int64_t)(in->n_head / in->n_head_kv) * hd;
-    return tb_type_traits(L->wq.type)->vec_dot_type != TB_TYPE_F32 && in->n_head_kv % 2 == 0 && wo_cut &&
-           down_cut && hd % 16 == 0 && gq % 16 == 0 && down_cut % 16 == 0;
+/* True when w's activation is quantized (not f32), in format `act` when
+ * act is not TB_TYPE_COUNT. */
+static bool act_quantized(const tb_weight_t *w, tb_type_t act) {
+    const tb_type_t t = tb_type_traits(w->type)->vec_dot_type;
+    return w->data && t != TB_TYPE_F32 && (act == TB_TYPE_COUNT || t == act);
 }
 
-/* Cut Wo and ffn_down of every dense layer whose decode step can run split
- * (split_fits) into two column slices of their own; the copies cost
- * memory, so no other layer gets them and those compute as before. */
+/* True when layer L's decode step can run split at 2 threads (split.c):
+ * an even number of kv heads; Q, K, V and Wo on one quantized activation
+ * format, Wo cut between the two halves of its kv heads (whole blocks,
+ * 16-row units); dense: gate, up and down on that format too and down cut
+ * at its middle block; MoE: an f32-activation router (its rows cut at a
+ * 16-row unit), gate and up on one quantized format, down on a
+ * quantized one (each thread runs its experts whole: no cut). */
+static bool split_fits(const tb_model_info_t *in, const tb_layer_t *L, int64_t wo_cut, int64_t down_cut) {
+    const tb_type_t act = tb_type_traits(L->wq.type)->vec_dot_type;
+    const tb_weight_t *w[] = {&L->wq, &L->wk, &L->wv, &L->wo};
+    for (size_t i = 0; i < TB_ARRAY_LEN(w); i++)
+        if (!act_quantized(w[i], act)) return false;
+    const int64_t hd = in->head_dim, gq = (int64_t)(in->n_head / in->n_head_kv) * hd;
+    if (in->n_head_kv % 2 || !wo_cut || hd % 16 || gq % 16) return false;
+    if (in->n_expert > 0)
+        return L->router.data && tb_type_traits(L->router.type)->vec_dot_type == TB_TYPE_F32 &&
+               act_quantized(&L->gate_exps, TB_TYPE_COUNT) &&
+               act_quantized(&L->up_exps, tb_type_traits(L->gate_exps.type)->vec_dot_type) &&
+               act_quantized(&L->down_exps, TB_TYPE_COUNT);
+    return act_quantized(&L->ffn_gate, act) && act_quantized(&L->ffn_up, act) &&
+           act_quantized(&L->ffn_down, act) && down_cut && down_cut % 16 == 0;
+}
+
+/* Cut Wo (and a dense layer's ffn_down) of every layer whose decode step
+ * can run split (split_fits) into two column slices of their own; the
+ * copies cost memory, so no other layer gets them and those compute as
+ * before. */
 static int split_columns(tb_model_t *m) {
     const tb_model_info_t *in = &m->info;
     const int64_t group = in->n_head / in->n_head_kv;
+    const bool moe = in->n_expert > 0;
     size_t total = 0;
-    if (in->n_expert > 0) return TB_OK;
     for (int32_t il = 0; il < in->n_layer; il++) {
         tb_layer_t *L = &m->layers[il];
-        if (!L->ffn_down.data) continue;
-        const int64_t bd = tb_type_traits(L->ffn_down.type)->blck;
+        if (!moe && !L->ffn_down.data) continue;
         const int64_t wc = slice_cut(&L->wo, (int64_t)(in->n_head_kv / 2) * group * in->head_dim);
-        const int64_t dc = slice_cut(&L->ffn_down, L->ffn_down.n_in / bd / 2 * bd);
+        int64_t dc = 0;
+        if (!moe) {
+            const int64_t bd = tb_type_traits(L->ffn_down.type)->blck;
+            dc = slice_cut(&L->ffn_down, L->ffn_down.n_in / bd / 2 * bd);
+        }
         if (!split_fits(in, L, wc, dc)) continue;
         L->wo_cut = wc;
         L->down_cut = dc;
-        total += L->wo.mat_bytes + L->ffn_down.mat_bytes + 256;
+        total += L->wo.mat_bytes + (dc ? L->ffn_down.mat_bytes : 0) + 256;
     }
     if (!total) return TB_OK;
     m->slice_store = tb_alloc_aligned(total);
@@ -290,7 +310,7 @@ static int split_columns(tb_model_t *m) {
         tb_layer_t *L = &m->layers[il];
         if (!L->wo_cut) continue;
         slice_make(&L->wo, L->wo_cut, L->wo_sl, &at);
-        slice_make(&L->ffn_down, L->down_cut, L->down_sl, &at);
+        if (L->down_cut) slice_make(&L->ffn_down, L->down_cut, L->down_sl, &at);
     }
     assert(at <= m->slice_store + total);
     return TB_OK;

@@ -56,8 +56,10 @@ typedef struct tb_layer {
     /* Wo and the dense ffn_down as two column slices (model.c): every path
      * computes x = (x + W_0 . a[0:cut]) + W_1 . a[cut:], so that a 2-thread
      * decode can give each thread one slice and the half of the activation
-     * it produced itself. Both set or both 0 (model.c, split_columns: only
-     * layers whose decode step can split): 0 means the whole matrices. */
+     * it produced itself. Set only on layers whose decode step can split
+     * (model.c, split_columns), where a dense layer has both cuts and an
+     * MoE layer wo_cut alone (its threads split the experts); 0 means the
+     * whole matrix. */
     tb_weight_t wo_sl[2], down_sl[2];
     int64_t wo_cut, down_cut;        /* first column of slice 1            */
 } tb_layer_t;

@@ -4,8 +4,10 @@
  *   router   p = softmax(W_r · x) in f32 over all experts; top-k (ties: the
  *            lower expert id); weights renormalised to sum to 1.
  *   experts  h = silu(min(g, c)) * clamp(u, -c, c) with g = W_gate·x,
- *            u = W_up·x (c = +inf: plain SwiGLU); y = Σ_k w_k · W_down_k·h_k
- *            summed in top-k rank order.
+ *            u = W_up·x (c = +inf: plain SwiGLU); the weighted outputs
+ *            w_k · W_down_k·h_k summed in top-k rank order in two halves,
+ *            x = (x + Σ_{k < K/2}) + Σ_{k >= K/2}, the order of every path
+ *            (the split decode gives each thread one half).
  *
  * The routed (token, slot) pairs are sorted by expert ("routed rows"), so
  * each active expert sees one contiguous group of token rows. Passes:
@@ -17,6 +19,9 @@
  *      projection; decode: each thread then combines its own output rows
  *      into x (router weights in the epilogue); prefill: a 4th pass sums
  *      the weighted outputs into x.
+ * A decode step at 2 threads runs split instead where the layer allows
+ * (split.c): each thread its half of the router rows, then its half of the
+ * selected experts whole (tb_moe_experts_half).
  * The input is quantized once per token, not once per expert.
  */
 #include "model/session.h"
@@ -57,24 +62,57 @@ static void route(const float *p, int n, int k, int32_t *sel, float *w) {
     for (int i = 0; i < k; i++) w[i] /= sum;
 }
 
+/* Softmax and top-k of the router logits s->router (n, n_expert) into
+ * sel, sel_w; the routed rows sorted by expert: row_of, tok_of, and each
+ * expert's first row in exp_off (n_expert + 1). On the caller;
+ * O(n * n_expert * k). */
+void tb_moe_route(tb_session_t *s, int32_t n) {
+    const int X = s->m->info.n_expert, K = s->m->info.n_expert_used;
+    int32_t *off = s->exp_off, *cur = s->exp_off + X + 1;   /* (n_expert + 1), (n_expert) */
+    memset(off, 0, (size_t)(X + 1) * sizeof *off);
+    for (int32_t t = 0; t < n; t++) {
+        float *p = s->router + (int64_t)t * X;      /* (n_expert) */
+        tb_op_softmax(p, X, 1.0f);
+        route(p, X, K, s->sel + t * K, s->sel_w + t * K);
+        for (int k = 0; k < K; k++) off[s->sel[t * K + k] + 1]++;
+    }
+    for (int e = 0; e < X; e++) { off[e + 1] += off[e]; cur[e] = off[e]; }
+    for (int32_t t = 0; t < n; t++)
+        for (int k = 0; k < K; k++) {
+            int32_t r = cur[s->sel[t * K + k]]++;
+            s->row_of[t * K + k] = r;
+            s->tok_of[r] = t;
+        }
+
+}
+
 /* ===================================================================== */
 /* Combine                                                                */
 /* ===================================================================== */
 
-/* x[t, i] += Σ_k w[t,k] · down_out[row_of[t,k], i] in rank order, for
- * i in [i0, i1) (y holds the sum). Shared by decode and prefill so both
- * round identically. */
-static void combine_rows(tb_session_t *s, int32_t t, int64_t i0, int64_t i1) {
+/* y[i] = Σ_{k0 <= k < k1} w[t,k] · down_out[row_of[t,k], i] in rank order,
+ * for i in [i0, i1): one half of a token's expert sum (tb_moe_ffn). */
+void tb_moe_sum(const tb_session_t *s, float *y, int32_t t, int k0, int k1, int64_t i0, int64_t i1) {
     const int64_t E = s->m->info.n_embd;
     const int K = s->m->info.n_expert_used;
-    float *y = s->y + (int64_t)t * E, *x = s->x + (int64_t)t * E;   /* (n_embd) */
     for (int64_t i = i0; i < i1; i++) y[i] = 0.0f;
-    for (int k = 0; k < K; k++) {
+    for (int k = k0; k < k1; k++) {
         const float w = s->sel_w[t * K + k];
         const float *d = s->ed + (int64_t)s->row_of[t * K + k] * E;  /* (n_embd) */
         for (int64_t i = i0; i < i1; i++) y[i] += w * d[i];
     }
-    for (int64_t i = i0; i < i1; i++) x[i] += y[i];
+}
+
+/* x[t, i] = (x[t, i] + Σ_{k < K/2}) + Σ_{k >= K/2} of w[t,k] · down_out,
+ * for i in [i0, i1) (y, y2 hold the two sums): the order of every path,
+ * the split decode's (forward.c) included, so all round identically. */
+static void combine_rows(tb_session_t *s, int32_t t, int64_t i0, int64_t i1) {
+    const int64_t E = s->m->info.n_embd;
+    const int K = s->m->info.n_expert_used;
+    float *y = s->y + (int64_t)t * E, *y2 = s->y2 + (int64_t)t * E, *x = s->x + (int64_t)t * E;
+    tb_moe_sum(s, y, t, 0, K / 2, i0, i1);
+    tb_moe_sum(s, y2, t, K / 2, K, i0, i1);
+    tb_fold_rows(x, x, y, y2, i0, i1);
 }
 
 /* Prefill: combine per (token, 256-wide chunk). */
@@ -131,6 +169,41 @@ static void down1_worker(void *arg, int ith, int nth) {
 }
 
 /* ===================================================================== */
+/* Split decode (forward.c): one thread's half of the experts             */
+/* ===================================================================== */
+
+/* Thread ith of a 2-thread split decode (one token, routed by tb_moe_route):
+ * experts of ranks [ith K/2 ...) (ith 0: [0, K/2), 1: [K/2, K)), each
+ * streamed whole on this thread: gate and up rows on xa (the quantized
+ * norm row, n_embd), SwiGLU, h quantized, down; then y = their weighted
+ * sum (tb_moe_sum: the half that combine_rows computes on every other
+ * path). No activation crosses threads. */
+void tb_moe_experts_half(tb_session_t *s, const tb_layer_t *L, const void *xa, float *y, int ith) {
+    const tb_model_info_t *in = &s->m->info;
+    const int64_t E = in->n_embd, F = in->n_ff_exp;
+    const int K = in->n_expert_used, k0 = ith ? K / 2 : 0, k1 = ith ? K : K / 2;
+    const tb_type_t dt = L->down_exps.type;
+    const size_t hs = tb_act_row_bytes(dt, F);
+    const tb_swiglu_fn swiglu = tb_op_swiglu_for(tb_kernels()->isa);
+    for (int k = k0; k < k1; k++) {
+        const size_t e = (size_t)s->sel[k];
+        const int32_t r = s->row_of[k];
+        float *g = s->eg + (int64_t)r * F, *u = s->eu + (int64_t)r * F;   /* (n_ff_exp) */
+        uint8_t *h = (uint8_t *)s->hq + (size_t)r * hs;
+        const tb_lin_job_t jg = {.w = &L->gate_exps, .mat = e, .a = xa, .n_tok = 1, .y = g, .ldy = F};
+        const tb_lin_job_t ju = {.w = &L->up_exps, .mat = e, .a = xa, .n_tok = 1, .y = u, .ldy = F};
+        tb_lin_rows(&jg, 0, F);
+        tb_lin_rows(&ju, 0, F);
+        swiglu(g, u, F, L->clamp);
+        tb_kernels()->t[dt].quantize_act(g, h, F);
+        const tb_lin_job_t jd = {.w = &L->down_exps, .mat = e, .a = h, .n_tok = 1,
+                                 .y = s->ed + (int64_t)r * E, .ldy = E};
+        tb_lin_rows(&jd, 0, E);
+    }
+    tb_moe_sum(s, y, 0, k0, k1, 0, E);
+}
+
+/* ===================================================================== */
 /* FFN                                                                    */
 /* ===================================================================== */
 
@@ -165,22 +238,8 @@ void tb_moe_ffn(tb_session_t *s, int32_t il, int32_t n) {
     }
     tb_prof_end(s, TB_PHASE_ROUTER, t0, L->router.mat_bytes);
 
-    /* ---- routing and expert groups (caller; O(n * n_expert * k)) ---- */
-    int32_t *off = s->exp_off, *cur = s->exp_off + X + 1;   /* (n_expert + 1), (n_expert) */
-    memset(off, 0, (size_t)(X + 1) * sizeof *off);
-    for (int32_t t = 0; t < n; t++) {
-        float *p = s->router + (int64_t)t * X;      /* (n_expert) */
-        tb_op_softmax(p, X, 1.0f);
-        route(p, X, K, s->sel + t * K, s->sel_w + t * K);
-        for (int k = 0; k < K; k++) off[s->sel[t * K + k] + 1]++;
-    }
-    for (int e = 0; e < X; e++) { off[e + 1] += off[e]; cur[e] = off[e]; }
-    for (int32_t t = 0; t < n; t++)
-        for (int k = 0; k < K; k++) {
-            int32_t r = cur[s->sel[t * K + k]]++;
-            s->row_of[t * K + k] = r;
-            s->tok_of[r] = t;
-        }
+    tb_moe_route(s, n);
+    const int32_t *off = s->exp_off;
 
     /* ---- gather the input rows in expert order (one token: no copy) ---- */
     const void *xg = xa;

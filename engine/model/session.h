@@ -46,6 +46,7 @@ struct tb_session {
     float *y2;                       /* (nb, n_embd) second column slice's output */
     void *act_own;                   /* (2, act_bytes) split decode: each thread's own norm row */
     float *x_own;                    /* (2, n_embd) split decode: each thread's folded x      */
+    float *xn_own;                   /* (2, n_embd) split MoE decode: each thread's f32 norm row */
     float *x_alt;                    /* (nb, n_embd) the residual stream's other buffer       */
     float *y_b, *y2_b;               /* (n_embd) each: the split decode's second output pair   */
     bool fold_pending;               /* x is short of (+ yp[0]) + yp[1] (split decode)         */
@@ -96,6 +97,25 @@ struct tb_session {
 int tb_forward_chunk(tb_session_t *s, const int32_t *tokens, int32_t n, bool all_logits,
                      float *logits);
 
+/* dst = (x + y) + y2 over elements [i0, i1): the one order in which every
+ * path adds two partial outputs (column slices, halves of the experts) to
+ * the residual stream. */
+static inline void tb_fold_rows(float *dst, const float *x, const float *y, const float *y2, int64_t i0,
+                                int64_t i1) {
+    for (int64_t i = i0; i < i1; i++) dst[i] = (x[i] + y[i]) + y2[i];
+}
+
+/* ---- split.c: a layer's decode step on two threads (see there) -------- */
+
+/* True when layer L's step runs split now: one token on 2 threads, not
+ * profiling (its passes are per phase), and the layer has the slices. */
+bool tb_split_ok(const tb_session_t *s, const tb_layer_t *L, int32_t n);
+/* Layer il's decode step, split; x may be left short of the last pass's
+ * two outputs (fold_pending). */
+void tb_split_layer(tb_session_t *s, int32_t il);
+/* x = (x + y) + y2 when a split pass left it pending. */
+void tb_split_settle(tb_session_t *s);
+
 /* ---- attention.c ------------------------------------------------------- */
 
 /* Self-attention of layer il for n tokens starting at s->pos: q/k norm,
@@ -123,7 +143,15 @@ void tb_prof_end_jobs(tb_session_t *s, tb_phase_t ph, uint64_t t0, const tb_lin_
 
 /* ---- moe.c ------------------------------------------------------------- */
 
-/* FFN of layer il: s->y (n, n_embd) = experts(s->xn). */
+/* FFN of layer il: x = (x + y) + y2, the halves of the experts' weighted
+ * sum (ranks below K/2 in y, the rest in y2). */
 void tb_moe_ffn(tb_session_t *s, int32_t il, int32_t n);
+/* Softmax and top-k of s->router for n tokens; routed rows by expert. */
+void tb_moe_route(tb_session_t *s, int32_t n);
+/* y[i0, i1) = Σ_{k0 <= k < k1} w[t,k] · (expert k's down output of token t). */
+void tb_moe_sum(const tb_session_t *s, float *y, int32_t t, int k0, int k1, int64_t i0, int64_t i1);
+/* Split decode, thread ith of 2: its half of the experts on quantized
+ * norm row xa, their weighted sum into y (n_embd). */
+void tb_moe_experts_half(tb_session_t *s, const tb_layer_t *L, const void *xa, float *y, int ith);
 
 #endif

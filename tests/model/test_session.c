@@ -92,11 +92,12 @@ static void prefill_rows_equal_decode(const char *preset, int n_threads) {
 }
 
 /* Token-by-token decode at 2 threads (the split layers) against 1 thread
- * and against an all-rows prefill, bit for bit, for a dense file whose Wo
- * and ffn_down are cut into slices. */
-static void split_decode_equal(int type) {
+ * and against an all-rows prefill, bit for bit, for a file whose layers
+ * split: a dense one (Wo and ffn_down cut into slices) or an MoE one (Wo
+ * cut; each thread half of the router and of the selected experts). */
+static void split_decode_equal(const char *preset, int type) {
     char path[512];
-    if (th_synth(th_dir, "llama-tiny", type, path, sizeof path)) fail_msg("synth: %s", tb_last_error());
+    if (th_synth(th_dir, preset, type, path, sizeof path)) fail_msg("synth: %s", tb_last_error());
     tb_model_t *m;
     if (tb_model_load(path, &m)) fail_msg("load: %s", tb_last_error());
     tb_model_info_t in;
@@ -120,11 +121,11 @@ static void split_decode_equal(int type) {
         assert_int_equal(tb_session_eval(s2, &ids[t], 1, false), TB_OK);
         const float *a = tb_session_logits(s1, -1), *b = tb_session_logits(s2, -1), *c = tb_session_logits(sp2, t);
         if (memcmp(a, b, (size_t)V * sizeof *a))
-            fail_msg("type %d: position %d decode logits differ, 1 vs 2 threads (rel L2 %.3g)", type, t,
-                     th_rel_l2(a, b, (size_t)V));
+            fail_msg("%s type %d: position %d decode logits differ, 1 vs 2 threads (rel L2 %.3g)", preset,
+                     type, t, th_rel_l2(a, b, (size_t)V));
         if (memcmp(b, c, (size_t)V * sizeof *b))
-            fail_msg("type %d: position %d 2-thread decode and prefill logits differ (rel L2 %.3g)", type, t,
-                     th_rel_l2(b, c, (size_t)V));
+            fail_msg("%s type %d: position %d 2-thread decode and prefill logits differ (rel L2 %.3g)",
+                     preset, type, t, th_rel_l2(b, c, (size_t)V));
     }
     tb_session_free(s1);
     tb_session_free(s2);
@@ -132,8 +133,10 @@ static void split_decode_equal(int type) {
     tb_model_free(m);
 }
 
-static void test_split_decode_q4_0(void **st) { (void)st; split_decode_equal(TB_TYPE_Q4_0); }
-static void test_split_decode_q8_0(void **st) { (void)st; split_decode_equal(TB_TYPE_Q8_0); }
+static void test_split_decode_q4_0(void **st) { (void)st; split_decode_equal("llama-tiny", TB_TYPE_Q4_0); }
+static void test_split_decode_q8_0(void **st) { (void)st; split_decode_equal("llama-tiny", TB_TYPE_Q8_0); }
+static void test_split_decode_maple(void **st) { (void)st; split_decode_equal("maple-tiny", TB_TYPE_Q4_0); }
+static void test_split_decode_moe(void **st) { (void)st; split_decode_equal("moe-tiny", TB_TYPE_Q8_0); }
 
 static void test_prefill_rows_maple(void **st) { (void)st; prefill_rows_equal_decode("maple-tiny", 2); }
 static void test_prefill_rows_moe(void **st) { (void)st; prefill_rows_equal_decode("moe-tiny", 2); }
@@ -268,6 +271,8 @@ int main(void) {
         cmocka_unit_test(test_prefill_rows_moe),
         cmocka_unit_test(test_split_decode_q4_0),
         cmocka_unit_test(test_split_decode_q8_0),
+        cmocka_unit_test(test_split_decode_maple),
+        cmocka_unit_test(test_split_decode_moe),
         cmocka_unit_test(test_kv_f16_close),
         cmocka_unit_test(test_context_overflow),
         cmocka_unit_test(test_logits_and_args),
