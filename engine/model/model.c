@@ -337,28 +337,33 @@ static int weight_list(tb_model_t *m, tb_weight_t **w, int cap) {
 
 #define ARENA_ALIGN 4096u   /* each matrix stack starts on its own page */
 
-/* True when w[i], w[i+1] are one layer's expert gate and up stacks that
- * repack to the same 64-byte multiple per matrix: they are then placed as
- * one region, expert by expert (gate_e, up_e, gate_e+1, ...), so a decode
- * step reads each selected expert's gate and up as one stream (a stream
- * start measured ~1.2 us per 135 KB segment on this VM, /tmp microbench). */
-static bool gate_up_pair(tb_model_t *m, tb_weight_t *const *w, const size_t *sz, const bool *rp,
-                         int i, int n) {
-    if (i + 1 >= n || !rp[i] || !rp[i + 1] || sz[i] != sz[i + 1]) return false;
+/* How many of w[i], w[i+1], w[i+2] form one expert group: 3 when they are
+ * one layer's expert gate, up and down stacks, 2 for its gate and up alone,
+ * all repacked to the same 64-byte multiple per matrix; else 1. A group
+ * is placed as one region, expert by expert (gate_e, up_e, down_e,
+ * gate_e+1, ...), so a decode step reads each selected expert as one
+ * stream: a stream start measured ~1.2 us per 135 KB segment on this VM
+ * (/tmp microbench), and an expert is three segments. */
+static int expert_group(tb_model_t *m, tb_weight_t *const *w, const size_t *sz, const bool *rp, int i, int n) {
+    if (i + 1 >= n || !rp[i] || !rp[i + 1] || sz[i] != sz[i + 1]) return 1;
     const tb_weight_t *g = w[i], *u = w[i + 1];
-    bool layer = false;
-    for (int32_t il = 0; il < m->info.n_layer && !layer; il++)
-        layer = g == &m->layers[il].gate_exps && u == &m->layers[il].up_exps;
-    return layer && g->type == u->type && g->row_bytes == u->row_bytes && g->n_out == u->n_out &&
-           g->n_mat == u->n_mat && g->n_mat > 1 && (sz[i] / (size_t)g->n_mat) % 64 == 0;
+    const tb_layer_t *L = NULL;
+    for (int32_t il = 0; il < m->info.n_layer && !L; il++)
+        if (g == &m->layers[il].gate_exps && u == &m->layers[il].up_exps) L = &m->layers[il];
+    if (!L || g->type != u->type || g->row_bytes != u->row_bytes || g->n_out != u->n_out || g->n_mat != u->n_mat ||
+        g->n_mat < 2 || (sz[i] / (size_t)g->n_mat) % 64)
+        return 1;
+    const bool down = i + 2 < n && w[i + 2] == &L->down_exps && rp[i + 2] && sz[i + 2] == sz[i] &&
+                      w[i + 2]->n_mat == g->n_mat;
+    return down ? 3 : 2;
 }
 
-/* One region of the arena: a weight, or a gate/up pair, and where it goes. */
+/* One region of the arena: a weight, or an expert group, and where it goes. */
 typedef struct place_region {
-    int first;                /* index into the weight list          */
-    bool pair;                /* first and first + 1, interleaved    */
-    size_t bytes;             /* sz[first] (+ sz[first + 1])         */
-    size_t off;               /* its offset in the arena             */
+    int first;                /* index into the weight list               */
+    int count;                /* first .. first + count - 1, interleaved  */
+    size_t bytes;             /* their sz summed                          */
+    size_t off;               /* its offset in the arena                  */
 } place_region;
 
 typedef struct place_ctx {
@@ -377,7 +382,7 @@ typedef struct place_ctx {
 /* Copy or repack region r into its place; *repacked: bytes repacked. */
 static int place_one(place_ctx *c, const place_region *r, uint64_t *repacked) {
     uint8_t *at = (uint8_t *)c->m->arena + r->off;
-    for (int j = r->first; j <= r->first + r->pair; j++) {
+    for (int j = r->first; j < r->first + r->count; j++) {
         tb_weight_t *x = c->w[j];
         const size_t file_bytes = x->mat_bytes * (size_t)x->n_mat;
         if (!c->sz[j]) continue;
@@ -386,12 +391,12 @@ static int place_one(place_ctx *c, const place_region *r, uint64_t *repacked) {
         const bool mapped = !(ss && d >= ss && d < ss + c->m->slice_bytes);
         if (mapped) tb_mapping_populate(x->data, file_bytes);
         if (c->rp[j]) {
-            /* a pair: matrix e of gate at e * 2 mb, of up at e * 2 mb + mb */
+            /* a group of c: matrix e of its j-th stack at (e c + j) mb */
             const size_t mb = c->sz[j] / (size_t)x->n_mat;
             size_t got;
             const int rc = tb_repack_register_at(c->m, x->type, x->data, x->row_bytes, x->n_out, x->n_in,
                                                  x->n_mat, at + (size_t)(j - r->first) * mb,
-                                                 r->pair ? 2 * mb : 0, &got);
+                                                 r->count > 1 ? (size_t)r->count * mb : 0, &got);
             if (rc != TB_OK) return rc;
             assert(got == c->sz[j]);
             *repacked += got;
@@ -460,12 +465,13 @@ static int place_weights(tb_model_t *m, tb_weights_mode_t mode, int n_threads) {
     int n_reg = 0;
     size_t total = 0;
     for (int i = 0; i < n; i++) {
-        const bool pair = gate_up_pair(m, w, sz, rp, i, n);
-        reg[n_reg] = (place_region){.first = i, .pair = pair, .bytes = pair ? sz[i] + sz[i + 1] : sz[i],
-                                    .off = total};
+        const int cnt = expert_group(m, w, sz, rp, i, n);
+        size_t bytes = 0;
+        for (int j = i; j < i + cnt; j++) bytes += sz[j];
+        reg[n_reg] = (place_region){.first = i, .count = cnt, .bytes = bytes, .off = total};
         total += (reg[n_reg].bytes + ARENA_ALIGN - 1) & ~(size_t)(ARENA_ALIGN - 1);
         n_reg += reg[n_reg].bytes > 0;
-        i += pair;
+        i += cnt - 1;
     }
     if (total == 0) goto done;
     m->arena = tb_huge_alloc(total);
