@@ -83,7 +83,6 @@ void tb_moe_route(tb_session_t *s, int32_t n) {
             s->row_of[t * K + k] = r;
             s->tok_of[r] = t;
         }
-
 }
 
 /* ===================================================================== */
@@ -169,7 +168,7 @@ static void down1_worker(void *arg, int ith, int nth) {
 }
 
 /* ===================================================================== */
-/* Split decode (forward.c): one thread's half of the experts             */
+/* Split decode (split.c): one thread's half of the experts               */
 /* ===================================================================== */
 
 /* Thread ith of a 2-thread split decode (one token, routed by tb_moe_route):
