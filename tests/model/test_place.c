@@ -9,7 +9,12 @@
  *    gate_e+1 follows up_e and the down stack keeps its own packed copies;
  *  - repack_bytes counts every copy once (the sum of tb_repack_size);
  *  - loading with 1 and with 3 placing threads gives the same copies,
- *    byte for byte, and the same resident/repacked byte counts.
+ *    byte for byte, and the same resident/repacked byte counts;
+ *  - column slices (the split decode's, model.c split_columns): a dense
+ *    layer on quantized activations gets Wo and ffn_down cut, an MoE layer
+ *    Wo alone, a layer that cannot split (f32 activations, a cut inside a
+ *    block) neither; each slice's rows are its columns of the file rows,
+ *    and slice_bytes counts them.
  * The forward pass on this placement is checked against the f64
  * reference by test_ref.
  */
@@ -133,10 +138,57 @@ static void test_threads_same_bytes(void **st) {
     }
 }
 
+/* Expected cuts: Wo (want_wo: cut or not), ffn_down (want_down). */
+static void check_slices(const char *preset, int type, bool want_wo, bool want_down) {
+    char path[512];
+    assert_int_equal(th_synth(th_dir, preset, type, path, sizeof path), TB_OK);
+    tb_model_t *m;
+    if (tb_model_load(path, &m) != TB_OK) fail_msg("%s: %s", path, tb_last_error());
+    const tb_model_info_t *in = &m->info;
+    uint64_t want_bytes = 0;
+    for (int32_t il = 0; il < in->n_layer; il++) {
+        const tb_layer_t *L = &m->layers[il];
+        const int64_t wo_cut = (int64_t)(in->n_head_kv / 2) * (in->n_head / in->n_head_kv) * in->head_dim;
+        assert_int_equal(L->wo_cut, want_wo ? wo_cut : 0);
+        if (!want_down) assert_int_equal(L->down_cut, 0);
+        else assert_true(L->down_cut > 0 && L->down_cut < L->ffn_down.n_in);
+        const tb_weight_t *w[2] = {&L->wo, &L->ffn_down}, *sl[2] = {L->wo_sl, L->down_sl};
+        const int64_t cut[2] = {L->wo_cut, L->down_cut};
+        for (int k = 0; k < 2; k++) {
+            if (!cut[k]) continue;
+            const tb_type_traits_t *tr = tb_type_traits(w[k]->type);
+            const size_t c0 = (size_t)(cut[k] / tr->blck) * tr->bytes;   /* bytes of slice 0 per row */
+            assert_int_equal(sl[k][0].n_in + sl[k][1].n_in, w[k]->n_in);
+            assert_int_equal(sl[k][0].n_in, cut[k]);
+            for (int64_t r = 0; r < w[k]->n_out; r++) {
+                const uint8_t *f = (const uint8_t *)w[k]->data + (size_t)r * w[k]->row_bytes;
+                assert_memory_equal((const uint8_t *)sl[k][0].data + (size_t)r * sl[k][0].row_bytes, f, c0);
+                assert_memory_equal((const uint8_t *)sl[k][1].data + (size_t)r * sl[k][1].row_bytes, f + c0,
+                                    w[k]->row_bytes - c0);
+            }
+            want_bytes += w[k]->mat_bytes;
+        }
+        if (L->wo_cut) want_bytes += 256;
+    }
+    assert_int_equal(in->slice_bytes, want_bytes);
+    tb_model_free(m);
+}
+
+static void test_split_slices(void **st) {
+    (void)st;
+    check_slices("llama-tiny", TB_TYPE_Q4_0, true, true);
+    check_slices("llama-tiny", TB_TYPE_Q8_0, true, true);
+    check_slices("maple-tiny", TB_TYPE_Q4_0, true, false);   /* MoE: Wo alone */
+    check_slices("moe-tiny", TB_TYPE_Q8_0, true, false);
+    check_slices("maple-tiny", TB_TYPE_F16, false, false);   /* f32 activations */
+    check_slices("llama-tiny", TB_TYPE_TQ2_0, false, false); /* Wo's cut inside a 256-block */
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_gate_up_interleaved),
         cmocka_unit_test(test_threads_same_bytes),
+        cmocka_unit_test(test_split_slices),
     };
     return cmocka_run_group_tests(tests, th_setup, th_teardown);
 }
