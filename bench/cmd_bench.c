@@ -393,9 +393,10 @@ static void print_table(const bench_var_t *v, int nv, int n_res, const bench_rat
     }
     if (nv > 1) printf("# the files take turns inside every rep (forward on even reps, backward on odd)\n");
     for (int k = 0; k < nv; k++)
-        if (o->profile && o->threads == 2 && v[k].info.slice_bytes > 0 && v[k].info.n_expert == 0)
-            printf("# %s: decode at 2 threads runs its dense layers split (two passes per layer); the profiled "
-                   "run below does not, so that its phases can be timed apart\n", base_name(v[k].path));
+        if (o->profile && o->threads == 2 && v[k].info.slice_bytes > 0)
+            printf("# %s: decode at 2 threads runs its layers split (two passes per dense layer, three per MoE "
+                   "layer); the profiled run below does not, so that its phases can be timed apart\n",
+                   base_name(v[k].path));
     printf("# read bandwidth %.2f GB/s first, %.2f GB/s last; each rep is charged against the higher\n"
            "# of the probes taken just before and just after it (median roofline per test below)\n",
            bw_before, bw_after);

@@ -95,6 +95,25 @@ static void fold(tb_session_t *s, int32_t n) {
     tb_pool_run(s->pool, fold_worker, &c);
 }
 
+/* x += W . act(pro) for n rows, W whole (cut 0: the add is the pass's
+ * epilogue) or as its two column slices sl (cut: slice 1's first column):
+ * x = (x + W_0 . a[0:cut]) + W_1 . a[cut:]. */
+static void out_proj(tb_session_t *s, tb_phase_t ph, tb_lin_pro_t *pro, const tb_weight_t *w,
+                     const tb_weight_t *sl, int64_t cut, int32_t n) {
+    const int64_t E = s->m->info.n_embd;
+    if (cut) {
+        const tb_weight_t *ws[2] = {&sl[0], &sl[1]};
+        float *ys[2] = {s->y, s->y2};
+        const int64_t ld[2] = {E, E}, c0[2] = {0, cut};
+        lin_multi(s, ph, pro, ws, ys, ld, NULL, 2, c0);
+        fold(s, n);
+        return;
+    }
+    float *ys[1] = {s->y}, *acc[1] = {s->x};
+    const int64_t ld[1] = {E};
+    lin_multi(s, ph, pro, &w, ys, ld, acc, 1, NULL);
+}
+
 /* ===================================================================== */
 /* Blocks                                                                 */
 /* ===================================================================== */
@@ -116,18 +135,7 @@ static void attn_block(tb_session_t *s, int32_t il, int32_t n) {
     tb_prof_end(s, TB_PHASE_ATTENTION, t0, 0);
     /* x += Wo · att */
     tb_lin_pro_t pq = {.kind = TB_PRO_QUANT, .x = s->att, .ld = nq, .n_in = nq, .n = n};
-    if (L->wo_cut) {   /* x = (x + Wo_0 . att[0:cut]) + Wo_1 . att[cut:] */
-        const tb_weight_t *wo[2] = {&L->wo_sl[0], &L->wo_sl[1]};
-        float *yo[2] = {s->y, s->y2};
-        const int64_t ldo[2] = {E, E}, c0[2] = {0, L->wo_cut};
-        lin_multi(s, TB_PHASE_ATTN_OUT, &pq, wo, yo, ldo, NULL, 2, c0);
-        fold(s, n);
-        return;
-    }
-    const tb_weight_t *wo[1] = {&L->wo};
-    float *yo[1] = {s->y}, *acc[1] = {s->x};
-    const int64_t ldo[1] = {E};
-    lin_multi(s, TB_PHASE_ATTN_OUT, &pq, wo, yo, ldo, acc, 1, NULL);
+    out_proj(s, TB_PHASE_ATTN_OUT, &pq, &L->wo, L->wo_sl, L->wo_cut, n);
 }
 
 static void dense_ffn(tb_session_t *s, int32_t il, int32_t n) {
@@ -144,18 +152,7 @@ static void dense_ffn(tb_session_t *s, int32_t il, int32_t n) {
     /* x += Wd · (silu(g) * u) */
     tb_lin_pro_t ps = {.kind = TB_PRO_SWIGLU, .x = s->ff_g, .u = s->ff_u, .ld = F, .n_in = F,
                        .n = n, .clamp = INFINITY};
-    if (L->down_cut) {   /* x = (x + Wd_0 . h[0:cut]) + Wd_1 . h[cut:] */
-        const tb_weight_t *wd[2] = {&L->down_sl[0], &L->down_sl[1]};
-        float *yd[2] = {s->y, s->y2};
-        const int64_t ldd[2] = {E, E}, c0[2] = {0, L->down_cut};
-        lin_multi(s, TB_PHASE_FFN_DOWN, &ps, wd, yd, ldd, NULL, 2, c0);
-        fold(s, n);
-        return;
-    }
-    const tb_weight_t *wd[1] = {&L->ffn_down};
-    float *yd[1] = {s->y}, *acc[1] = {s->x};
-    const int64_t ldd[1] = {E};
-    lin_multi(s, TB_PHASE_FFN_DOWN, &ps, wd, yd, ldd, acc, 1, NULL);
+    out_proj(s, TB_PHASE_FFN_DOWN, &ps, &L->ffn_down, L->down_sl, L->down_cut, n);
 }
 
 static void ffn_block(tb_session_t *s, int32_t il, int32_t n) {

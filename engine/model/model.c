@@ -304,7 +304,7 @@ static int split_columns(tb_model_t *m) {
     if (!total) return TB_OK;
     m->slice_store = tb_alloc_aligned(total);
     if (!m->slice_store) return tb_err(TB_ERR_NOMEM, "out of memory for %zu bytes of column slices", total);
-    m->slice_bytes = m->info.slice_bytes = total;
+    m->info.slice_bytes = total;
     uint8_t *at = m->slice_store;
     for (int32_t il = 0; il < in->n_layer; il++) {
         tb_layer_t *L = &m->layers[il];
@@ -388,7 +388,7 @@ static int place_one(place_ctx *c, const place_region *r, uint64_t *repacked) {
         if (!c->sz[j]) continue;
         /* a column slice lives in slice_store, not in the file mapping */
         const uint8_t *d = x->data, *ss = c->m->slice_store;
-        const bool mapped = !(ss && d >= ss && d < ss + c->m->slice_bytes);
+        const bool mapped = !(ss && d >= ss && d < ss + c->m->info.slice_bytes);
         if (mapped) tb_mapping_populate(x->data, file_bytes);
         if (c->rp[j]) {
             /* a group of c: matrix e of its j-th stack at (e c + j) mb */
@@ -496,7 +496,7 @@ static int place_weights(tb_model_t *m, tb_weights_mode_t mode, int n_threads) {
     m->info.repack_bytes = atomic_load(&c.repacked);
     m->info.resident_bytes = total;
 done:
-    m->info.resident_bytes += m->slice_bytes;
+    m->info.resident_bytes += m->info.slice_bytes;
     tb_pool_free(pool);
     free(reg);
     free(w);

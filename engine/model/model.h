@@ -78,8 +78,7 @@ struct tb_model {
     const float *output_norm;        /* (n_embd) */
     tb_layer_t *layers;              /* (n_layer) */
     float *norm_store;               /* owns every f32 norm vector */
-    uint8_t *slice_store;            /* (slice_bytes) owns the column slices' file-layout rows */
-    size_t slice_bytes;
+    uint8_t *slice_store;            /* (info.slice_bytes) owns the column slices' file-layout rows */
 };
 
 /* ---- hparams.c --------------------------------------------------------- */

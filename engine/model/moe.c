@@ -91,7 +91,7 @@ void tb_moe_route(tb_session_t *s, int32_t n) {
 
 /* y[i] = Σ_{k0 <= k < k1} w[t,k] · down_out[row_of[t,k], i] in rank order,
  * for i in [i0, i1): one half of a token's expert sum (tb_moe_ffn). */
-void tb_moe_sum(const tb_session_t *s, float *y, int32_t t, int k0, int k1, int64_t i0, int64_t i1) {
+static void moe_sum(const tb_session_t *s, float *y, int32_t t, int k0, int k1, int64_t i0, int64_t i1) {
     const int64_t E = s->m->info.n_embd;
     const int K = s->m->info.n_expert_used;
     for (int64_t i = i0; i < i1; i++) y[i] = 0.0f;
@@ -104,13 +104,13 @@ void tb_moe_sum(const tb_session_t *s, float *y, int32_t t, int k0, int k1, int6
 
 /* x[t, i] = (x[t, i] + Σ_{k < K/2}) + Σ_{k >= K/2} of w[t,k] · down_out,
  * for i in [i0, i1) (y, y2 hold the two sums): the order of every path,
- * the split decode's (forward.c) included, so all round identically. */
+ * the split decode's (split.c) included, so all round identically. */
 static void combine_rows(tb_session_t *s, int32_t t, int64_t i0, int64_t i1) {
     const int64_t E = s->m->info.n_embd;
     const int K = s->m->info.n_expert_used;
     float *y = s->y + (int64_t)t * E, *y2 = s->y2 + (int64_t)t * E, *x = s->x + (int64_t)t * E;
-    tb_moe_sum(s, y, t, 0, K / 2, i0, i1);
-    tb_moe_sum(s, y2, t, K / 2, K, i0, i1);
+    moe_sum(s, y, t, 0, K / 2, i0, i1);
+    moe_sum(s, y2, t, K / 2, K, i0, i1);
     tb_fold_rows(x, x, y, y2, i0, i1);
 }
 
@@ -175,7 +175,7 @@ static void down1_worker(void *arg, int ith, int nth) {
  * experts of ranks [ith K/2 ...) (ith 0: [0, K/2), 1: [K/2, K)), each
  * streamed whole on this thread: gate and up rows on xa (the quantized
  * norm row, n_embd), SwiGLU, h quantized, down; then y = their weighted
- * sum (tb_moe_sum: the half that combine_rows computes on every other
+ * sum (moe_sum: the half that combine_rows computes on every other
  * path). No activation crosses threads. */
 void tb_moe_experts_half(tb_session_t *s, const tb_layer_t *L, const void *xa, float *y, int ith) {
     const tb_model_info_t *in = &s->m->info;
@@ -199,7 +199,7 @@ void tb_moe_experts_half(tb_session_t *s, const tb_layer_t *L, const void *xa, f
                                  .y = s->ed + (int64_t)r * E, .ldy = E};
         tb_lin_rows(&jd, 0, E);
     }
-    tb_moe_sum(s, y, 0, k0, k1, 0, E);
+    moe_sum(s, y, 0, k0, k1, 0, E);
 }
 
 /* ===================================================================== */

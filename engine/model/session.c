@@ -181,8 +181,8 @@ void tb_session_free(tb_session_t *s) {
     tb_huge_free(s->kv_arena);
     free(s->kv);
     void *bufs[] = {s->x, s->xn, s->y, s->y2, s->act_own, s->x_own, s->xn_own, s->x_alt, s->y_b, s->y2_b,
-                    s->q, s->k, s->v, s->att, s->act, s->act2, s->ff_g, s->ff_u, s->rope_cs, s->rope_sn, s->scores, s->jobs,
-                    s->sched, s->router, s->sel, s->sel_w, s->row_of, s->tok_of, s->exp_off, s->xg, s->eg,
+                    s->q, s->k, s->v, s->att, s->act, s->act2, s->ff_g, s->ff_u, s->rope_cs, s->rope_sn,
+                    s->scores, s->jobs, s->sched, s->router, s->sel, s->sel_w, s->row_of, s->tok_of, s->exp_off, s->xg, s->eg,
                     s->eu, s->hq, s->ed, s->logits, s->clk.t};
     for (size_t i = 0; i < TB_ARRAY_LEN(bufs); i++) tb_free_aligned(bufs[i]);
     free(s);

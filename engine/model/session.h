@@ -148,8 +148,6 @@ void tb_prof_end_jobs(tb_session_t *s, tb_phase_t ph, uint64_t t0, const tb_lin_
 void tb_moe_ffn(tb_session_t *s, int32_t il, int32_t n);
 /* Softmax and top-k of s->router for n tokens; routed rows by expert. */
 void tb_moe_route(tb_session_t *s, int32_t n);
-/* y[i0, i1) = Σ_{k0 <= k < k1} w[t,k] · (expert k's down output of token t). */
-void tb_moe_sum(const tb_session_t *s, float *y, int32_t t, int k0, int k1, int64_t i0, int64_t i1);
 /* Split decode, thread ith of 2: its half of the experts on quantized
  * norm row xa, their weighted sum into y (n_embd). */
 void tb_moe_experts_half(tb_session_t *s, const tb_layer_t *L, const void *xa, float *y, int ith);
