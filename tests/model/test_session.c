@@ -5,8 +5,10 @@
  *    bit-identical), for maple-tiny, llama-tiny and moe-tiny;
  *  - prefill logits (all rows) bit-identical to decode logits row by row;
  *  - llama-tiny Q4_0 / Q8_0 (Wo and ffn_down cut into column slices, so a
- *    2-thread decode runs the split two-pass layers): decode logits at 2
- *    threads bit-identical to 1 thread token by token, and to prefill;
+ *    2-thread decode runs the split two-pass layers) and maple-tiny Q4_0 /
+ *    moe-tiny Q8_0 (Wo cut; the split three-pass MoE layers): decode
+ *    logits at 2 threads bit-identical to 1 thread token by token, and to
+ *    prefill;
  *  - KV F16 close to KV F32;
  *  - context overflow is TB_ERR_RANGE and leaves the session usable;
  *  - logits accessor, reset, out-of-vocabulary ids, memory accounting.
