@@ -393,7 +393,7 @@ static void print_table(const bench_var_t *v, int nv, int n_res, const bench_rat
     }
     if (nv > 1) printf("# the files take turns inside every rep (forward on even reps, backward on odd)\n");
     for (int k = 0; k < nv; k++)
-        if (o->profile && o->threads == 2 && v[k].info.slice_bytes > 0)
+        if (o->profile && o->threads == 2 && v[k].info.split_layers > 0)
             printf("# %s: decode at 2 threads runs its layers split (two passes per dense layer, three per MoE "
                    "layer); the profiled run below does not, so that its phases can be timed apart\n",
                    base_name(v[k].path));

@@ -389,12 +389,13 @@ typedef struct tb_model_info {
                                model has nothing else)                        */
     uint64_t load_ns;       /* wall time of tb_model_load                   */
     uint64_t repack_bytes;  /* weight bytes held in repacked layouts        */
-    uint64_t resident_bytes;/* weight memory the engine allocated: copies,
-                               repacked layouts and slice_bytes (slice_bytes
-                               with TB_WEIGHTS_MMAP and no repacking)        */
-    uint64_t slice_bytes;   /* Wo and dense ffn_down copied as two column
-                               slices each (a 2-thread decode gives each
-                               thread one): their file-layout rows           */
+    uint64_t resident_bytes;/* weight memory the engine allocated: copies and
+                               repacked layouts (0 with TB_WEIGHTS_MMAP and
+                               no repacking)                                 */
+    int32_t split_layers;   /* layers whose 2-thread decode runs split: their
+                               Wo (and a dense layer's ffn_down) placed as
+                               two column slices, one per thread, in the
+                               memory the whole matrix would take            */
     int32_t weights_mode;   /* tb_weights_mode_t the model was loaded with  */
 } tb_model_info_t;
 

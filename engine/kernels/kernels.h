@@ -86,10 +86,13 @@ uint64_t tb_read_sum_generic(const void *p, size_t n);
  * valid and untouched, so every other tier (and tb_isa_set at any time)
  * keeps working on the file layout. */
 /* Bytes the active tier's repacked copy of the stack of n_mat matrices
- * (rows x n, row stride ws) takes; 0 when the tier has no repack for t. */
-size_t tb_repack_size(tb_type_t t, size_t ws, int64_t rows, int64_t n_mat);
+ * of `rows` rows of rb bytes each (tb_type_row_bytes(t, n) for n columns)
+ * takes; 0 when the tier has no repack for t. */
+size_t tb_repack_size(tb_type_t t, size_t rb, int64_t rows, int64_t n_mat);
 /* Repack the stack of n_mat matrices (rows x n, row stride ws, matrix
- * stride rows * ws) at W for the active tier, tagged with `owner`. No-op
+ * stride rows * ws) at W for the active tier, tagged with `owner`. ws may
+ * exceed the n columns' bytes (a view of some columns of wider rows): the
+ * copy holds the n columns only, and is found under (W, ws). No-op
  * (TB_OK) when the tier has no repack for type t. The copy goes to `dst`
  * (tb_repack_size bytes, 64-byte aligned, owned by the caller) or, when dst
  * is NULL, to memory the registry allocates and frees. *extra: bytes of the

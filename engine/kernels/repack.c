@@ -44,11 +44,11 @@ static size_t upper(const void *p) {
     return lo;
 }
 
-size_t tb_repack_size(tb_type_t t, size_t ws, int64_t rows, int64_t n_mat) {
+size_t tb_repack_size(tb_type_t t, size_t rb, int64_t rows, int64_t n_mat) {
     if ((unsigned)t >= TB_TYPE_COUNT || rows < 1 || n_mat < 1) return 0;
     const tb_type_kernels_t *e = &tb_kernels()->t[t];
     if (!e->repack || e->repack_rows < 1) return 0;
-    return tb_repack_entry_bytes(e, ws, rows) * (size_t)n_mat;
+    return tb_repack_entry_bytes(e, rb, rows) * (size_t)n_mat;
 }
 
 int tb_repack_register(const void *owner, tb_type_t t, const void *W, size_t ws, int64_t rows,
@@ -63,7 +63,7 @@ int tb_repack_register_at(const void *owner, tb_type_t t, const void *W, size_t 
     const tb_kernels_t *k = tb_kernels();
     const tb_type_kernels_t *e = &k->t[t];
     if (!e->repack || e->repack_rows < 1) return TB_OK;
-    const size_t rp = tb_repack_entry_bytes(e, ws, rows);
+    const size_t rp = tb_repack_entry_bytes(e, tb_type_row_bytes(t, n), rows);   /* n columns only */
     const size_t stride = dst_stride ? dst_stride : rp;     /* copy of matrix m at m * stride */
     assert(((uintptr_t)dst & 63) == 0);
     assert(!dst_stride || (dst && dst_stride % 64 == 0 && dst_stride >= rp));

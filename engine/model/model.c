@@ -219,7 +219,7 @@ static void compute_info(tb_model_t *m) {
     in->file_bytes = tb_gguf_file_size(m->gguf);
     in->repack_bytes = 0;
     in->resident_bytes = 0;
-    in->slice_bytes = 0;
+    in->split_layers = 0;
 }
 
 /* ===================================================================== */
@@ -233,18 +233,15 @@ static int64_t slice_cut(const tb_weight_t *w, int64_t want) {
     return w->data && w->n_mat == 1 && want > 0 && want < w->n_in && want % blck == 0 ? want : 0;
 }
 
-/* Slices s = 0, 1 of w cut at column `cut`, their file-layout rows copied
- * to *at (advanced). */
-static void slice_make(const tb_weight_t *w, int64_t cut, tb_weight_t *sl, uint8_t **at) {
+/* Slices s = 0, 1 of w cut at column `cut`, as views of w's rows (no
+ * copy: the placement copies or repacks each on its own). */
+static void slice_view(const tb_weight_t *w, int64_t cut, tb_weight_t *sl) {
     const tb_type_traits_t *tr = tb_type_traits(w->type);
     for (int k = 0; k < 2; k++) {
         const int64_t c0 = k ? cut : 0, c1 = k ? w->n_in : cut;
-        const size_t off = (size_t)(c0 / tr->blck) * tr->bytes, rb = tb_type_row_bytes(w->type, c1 - c0);
-        sl[k] = (tb_weight_t){.data = *at, .type = w->type, .n_in = c1 - c0, .n_out = w->n_out, .n_mat = 1,
-                              .row_bytes = rb, .mat_bytes = rb * (size_t)w->n_out};
-        for (int64_t r = 0; r < w->n_out; r++)
-            memcpy(*at + (size_t)r * rb, (const uint8_t *)w->data + (size_t)r * w->row_bytes + off, rb);
-        *at += (sl[k].mat_bytes + 63) & ~(size_t)63;
+        sl[k] = (tb_weight_t){.data = (const uint8_t *)w->data + (size_t)(c0 / tr->blck) * tr->bytes,
+                              .type = w->type, .n_in = c1 - c0, .n_out = w->n_out, .n_mat = 1,
+                              .row_bytes = w->row_bytes, .mat_bytes = w->mat_bytes};
     }
 }
 
@@ -255,38 +252,43 @@ static bool act_quantized(const tb_weight_t *w, tb_type_t act) {
     return w->data && t != TB_TYPE_F32 && (act == TB_TYPE_COUNT || t == act);
 }
 
+/* True when w exists and takes activation format `act` (f32 included). */
+static bool act_is(const tb_weight_t *w, tb_type_t act) {
+    return w->data && tb_type_traits(w->type)->vec_dot_type == act;
+}
+
 /* True when layer L's decode step can run split at 2 threads (split.c):
- * an even number of kv heads; Q, K, V and Wo on one quantized activation
- * format, Wo cut between the two halves of its kv heads (whole blocks,
- * 16-row units); dense: gate, up and down on that format too and down cut
- * at its middle block; MoE: an f32-activation router (its rows cut at a
- * 16-row unit), gate and up on one quantized format, down on a
- * quantized one (each thread runs its experts whole: no cut). */
+ * an even number of kv heads; Q, K, V and Wo on one activation format
+ * (quantized, or f32 for F16/BF16/F32 weights), Wo cut between the two
+ * halves of its kv heads (whole blocks, 16-row units); dense: gate, up and
+ * down on that format too and down cut at its middle block; MoE: an
+ * f32-activation router (its rows cut at a 16-row unit), gate and up on
+ * one quantized format, down on a quantized one (each thread runs its
+ * experts whole: no cut). */
 static bool split_fits(const tb_model_info_t *in, const tb_layer_t *L, int64_t wo_cut, int64_t down_cut) {
     const tb_type_t act = tb_type_traits(L->wq.type)->vec_dot_type;
     const tb_weight_t *w[] = {&L->wq, &L->wk, &L->wv, &L->wo};
     for (size_t i = 0; i < TB_ARRAY_LEN(w); i++)
-        if (!act_quantized(w[i], act)) return false;
+        if (!act_is(w[i], act)) return false;
     const int64_t hd = in->head_dim, gq = (int64_t)(in->n_head / in->n_head_kv) * hd;
     if (in->n_head_kv % 2 || !wo_cut || hd % 16 || gq % 16) return false;
     if (in->n_expert > 0)
-        return L->router.data && tb_type_traits(L->router.type)->vec_dot_type == TB_TYPE_F32 &&
-               act_quantized(&L->gate_exps, TB_TYPE_COUNT) &&
+        return act_is(&L->router, TB_TYPE_F32) && act_quantized(&L->gate_exps, TB_TYPE_COUNT) &&
                act_quantized(&L->up_exps, tb_type_traits(L->gate_exps.type)->vec_dot_type) &&
                act_quantized(&L->down_exps, TB_TYPE_COUNT);
-    return act_quantized(&L->ffn_gate, act) && act_quantized(&L->ffn_up, act) &&
-           act_quantized(&L->ffn_down, act) && down_cut && down_cut % 16 == 0;
+    return act_is(&L->ffn_gate, act) && act_is(&L->ffn_up, act) && act_is(&L->ffn_down, act) && down_cut &&
+           down_cut % 16 == 0;
 }
 
 /* Cut Wo (and a dense layer's ffn_down) of every layer whose decode step
- * can run split (split_fits) into two column slices of their own; the
- * copies cost memory, so no other layer gets them and those compute as
- * before. */
-static int split_columns(tb_model_t *m) {
+ * can run split (split_fits) into two column slices, views of its rows
+ * that take the whole matrix's place: the placement gives each slice its
+ * own copy (compact rows) or repacked layout, so the slices cost no more
+ * memory than the matrix. Other layers compute as before. */
+static void split_columns(tb_model_t *m) {
     const tb_model_info_t *in = &m->info;
     const int64_t group = in->n_head / in->n_head_kv;
     const bool moe = in->n_expert > 0;
-    size_t total = 0;
     for (int32_t il = 0; il < in->n_layer; il++) {
         tb_layer_t *L = &m->layers[il];
         if (!moe && !L->ffn_down.data) continue;
@@ -299,21 +301,10 @@ static int split_columns(tb_model_t *m) {
         if (!split_fits(in, L, wc, dc)) continue;
         L->wo_cut = wc;
         L->down_cut = dc;
-        total += L->wo.mat_bytes + (dc ? L->ffn_down.mat_bytes : 0) + 256;
+        slice_view(&L->wo, wc, L->wo_sl);
+        if (dc) slice_view(&L->ffn_down, dc, L->down_sl);
+        m->info.split_layers++;
     }
-    if (!total) return TB_OK;
-    m->slice_store = tb_alloc_aligned(total);
-    if (!m->slice_store) return tb_err(TB_ERR_NOMEM, "out of memory for %zu bytes of column slices", total);
-    m->info.slice_bytes = total;
-    uint8_t *at = m->slice_store;
-    for (int32_t il = 0; il < in->n_layer; il++) {
-        tb_layer_t *L = &m->layers[il];
-        if (!L->wo_cut) continue;
-        slice_make(&L->wo, L->wo_cut, L->wo_sl, &at);
-        if (L->down_cut) slice_make(&L->ffn_down, L->down_cut, L->down_sl, &at);
-    }
-    assert(at <= m->slice_store + total);
-    return TB_OK;
 }
 
 /* Every matrix the forward pass multiplies, each once (a tied output head
@@ -384,12 +375,11 @@ static int place_one(place_ctx *c, const place_region *r, uint64_t *repacked) {
     uint8_t *at = (uint8_t *)c->m->arena + r->off;
     for (int j = r->first; j < r->first + r->count; j++) {
         tb_weight_t *x = c->w[j];
-        const size_t file_bytes = x->mat_bytes * (size_t)x->n_mat;
         if (!c->sz[j]) continue;
-        /* a column slice lives in slice_store, not in the file mapping */
-        const uint8_t *d = x->data, *ss = c->m->slice_store;
-        const bool mapped = !(ss && d >= ss && d < ss + c->m->info.slice_bytes);
-        if (mapped) tb_mapping_populate(x->data, file_bytes);
+        /* the file bytes x's rows span (a slice's: parts of the rows) */
+        const size_t rb = tb_type_row_bytes(x->type, x->n_in);
+        const size_t span = x->mat_bytes * (size_t)(x->n_mat - 1) + x->row_bytes * (size_t)(x->n_out - 1) + rb;
+        tb_mapping_populate(x->data, span);
         if (c->rp[j]) {
             /* a group of c: matrix e of its j-th stack at (e c + j) mb */
             const size_t mb = c->sz[j] / (size_t)x->n_mat;
@@ -400,13 +390,21 @@ static int place_one(place_ctx *c, const place_region *r, uint64_t *repacked) {
             if (rc != TB_OK) return rc;
             assert(got == c->sz[j]);
             *repacked += got;
-        } else {
-            memcpy(at, x->data, file_bytes);
+        } else if (rb == x->row_bytes) {
+            memcpy(at, x->data, x->mat_bytes * (size_t)x->n_mat);
+        } else {                           /* a slice: its parts of the rows, packed */
+            assert(x->n_mat == 1);
+            for (int64_t i = 0; i < x->n_out; i++)
+                memcpy(at + (size_t)i * rb, (const uint8_t *)x->data + (size_t)i * x->row_bytes, rb);
         }
-        if (mapped) tb_mapping_release(x->data, file_bytes);
+        /* (the other slice of a matrix may still read these pages: they
+         * come back from the file) */
+        tb_mapping_release(x->data, span);
         if (!c->rp[j]) {
             if (c->m->tied && x == &c->m->output) c->m->tok_embd.data = at;
             x->data = at;
+            x->row_bytes = rb;
+            x->mat_bytes = rb * (size_t)x->n_out;
         }
     }
     return TB_OK;
@@ -458,9 +456,9 @@ static int place_weights(tb_model_t *m, tb_weights_mode_t mode, int n_threads) {
     const int n = weight_list(m, w, cap);
     for (int i = 0; i < n; i++) {
         const tb_weight_t *x = w[i];
-        size_t r = tb_repack_size(x->type, x->row_bytes, x->n_out, x->n_mat);
+        size_t r = tb_repack_size(x->type, tb_type_row_bytes(x->type, x->n_in), x->n_out, x->n_mat);
         rp[i] = r > 0;
-        sz[i] = r ? r : mode == TB_WEIGHTS_COPY ? x->mat_bytes * (size_t)x->n_mat : 0;
+        sz[i] = r ? r : mode == TB_WEIGHTS_COPY ? tb_weight_bytes(x) * (size_t)x->n_mat : 0;
     }
     int n_reg = 0;
     size_t total = 0;
@@ -496,7 +494,6 @@ static int place_weights(tb_model_t *m, tb_weights_mode_t mode, int n_threads) {
     m->info.repack_bytes = atomic_load(&c.repacked);
     m->info.resident_bytes = total;
 done:
-    m->info.resident_bytes += m->info.slice_bytes;
     tb_pool_free(pool);
     free(reg);
     free(w);
@@ -535,7 +532,8 @@ int tb_model_load_ex(const char *path, const tb_model_params_t *p, tb_model_t **
     }
     compute_info(m);
     m->info.weights_mode = (int32_t)mode;
-    if ((rc = split_columns(m)) != TB_OK || (rc = place_weights(m, mode, p ? p->n_threads : 1)) != TB_OK) {
+    split_columns(m);
+    if ((rc = place_weights(m, mode, p ? p->n_threads : 1)) != TB_OK) {
         tb_model_free(m);
         return rc;
     }
@@ -551,7 +549,6 @@ void tb_model_free(tb_model_t *m) {
     tb_tokenizer_free(m->tok);
     free(m->layers);
     free(m->norm_store);
-    tb_free_aligned(m->slice_store);
     tb_gguf_close(m->gguf);
     free(m);
 }

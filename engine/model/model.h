@@ -29,13 +29,21 @@
 typedef enum tb_arch { TB_ARCH_LLAMA = 0, TB_ARCH_MAPLE = 1 } tb_arch_t;
 
 /* A matrix (or a stack of n_mat matrices) in file layout: n_out rows of
- * n_in elements, row stride row_bytes; matrix e starts at e * mat_bytes. */
+ * n_in elements, row stride row_bytes; matrix e starts at e * mat_bytes.
+ * A column slice (the split decode's) is a view: its rows are a part of
+ * a wider matrix's rows, so row_bytes is more than its n_in take. */
 typedef struct tb_weight {
     const void *data;       /* NULL when the tensor is absent */
     tb_type_t type;
     int64_t n_in, n_out, n_mat;
     size_t row_bytes, mat_bytes;
 } tb_weight_t;
+
+/* Bytes of one matrix's elements (what one pass over it reads): n_out
+ * rows of n_in elements, without the rest of a view's rows. */
+static inline size_t tb_weight_bytes(const tb_weight_t *w) {
+    return tb_type_row_bytes(w->type, w->n_in) * (size_t)w->n_out;
+}
 
 typedef struct tb_layer {
     const float *attn_norm;          /* (n_embd)                          */
@@ -78,7 +86,6 @@ struct tb_model {
     const float *output_norm;        /* (n_embd) */
     tb_layer_t *layers;              /* (n_layer) */
     float *norm_store;               /* owns every f32 norm vector */
-    uint8_t *slice_store;            /* (info.slice_bytes) owns the column slices' file-layout rows */
 };
 
 /* ---- hparams.c --------------------------------------------------------- */

@@ -90,6 +90,6 @@ void tb_pass_clock_run(tb_pass_clock_t *c, tb_pool_t *pool, void (*fn)(void *, i
 void tb_prof_end_jobs(tb_session_t *s, tb_phase_t ph, uint64_t t0, const tb_lin_job_t *jobs, int n_jobs) {
     if (!s->prof_on) return;
     uint64_t b = 0;
-    for (int j = 0; j < n_jobs; j++) b += jobs[j].w->mat_bytes;
+    for (int j = 0; j < n_jobs; j++) b += tb_weight_bytes(jobs[j].w);
     tb_prof_end(s, ph, t0, b);
 }

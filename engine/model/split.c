@@ -19,6 +19,8 @@
  *      then softmax and top-k on the caller (tb_moe_route)
  *   E  its experts on R's quantized row: gate, up, SwiGLU, down, each
  *      expert whole; their weighted sum (tb_moe_experts_half)
+ * For weights on f32 activations (F16, BF16, F32) "quantized" is "kept
+ * in f32": the norm row in xn_own, the heads' outputs and h as they are.
  * Each pass's two outputs are folded into x, (x + y) + y2 as on every
  * other path, by the next prologue (or tb_split_settle), so the results
  * are bit-identical to them. Whether a layer can split is decided at load
@@ -47,11 +49,15 @@ typedef struct split_ctx {
 /* Pieces                                                                 */
 /* ===================================================================== */
 
+/* True when weights of type t take f32 activations (F16, BF16, F32). */
+static bool act_f32(tb_type_t t) { return tb_type_traits(t)->vec_dot_type == TB_TYPE_F32; }
+
 /* The pass's prologue, on each thread for itself (no waiting, no shared
  * activation): x' = fold(x) into this thread's x_own (its half also into
  * x_alt, which becomes x after the pass), then RMSNorm and quantization of
- * x' into its own activation row, by the same item code as the shared
- * prologue, so the same bytes. Returns that row. */
+ * x' into its own activation row (f32 activations: RMSNorm into its own
+ * xn_own row), by the same item code as the shared prologue, so the same
+ * bytes. Returns that row. */
 static const void *split_prologue(split_ctx *c, int ith, int nth) {
     assert(nth == 2);
     (void)nth;
@@ -66,12 +72,14 @@ static const void *split_prologue(split_ctx *c, int ith, int nth) {
     } else {
         memcpy(xo, s->x, (size_t)E * sizeof *xo);
     }
+    const bool f32 = act_f32(c->wtype);
+    float *xn = s->xn_own + ith * E;                              /* (n_embd) */
     void *a = (uint8_t *)s->act_own + (size_t)ith * s->act_bytes;
     tb_lin_pro_t p = {.kind = TB_PRO_NORM, .x = xo, .ld = E, .n_in = E, .n = 1, .w = c->norm_w,
-                      .eps = in->norm_eps, .xn = c->keep_xn ? s->xn_own + ith * E : NULL,
-                      .wtype = c->wtype, .q = a, .q_stride = tb_act_row_bytes(c->wtype, E)};
+                      .eps = in->norm_eps, .xn = c->keep_xn || f32 ? xn : NULL, .wtype = c->wtype,
+                      .q = f32 ? NULL : a, .q_stride = f32 ? 0 : tb_act_row_bytes(c->wtype, E)};
     tb_lin_pro_items_run(&p, 0, tb_lin_pro_items(&p));
-    return a;
+    return f32 ? (const void *)xn : a;
 }
 
 /* Rows [r0, r1) of w on activation row a into y. */
@@ -82,10 +90,14 @@ static void split_rows(const tb_weight_t *w, const void *a, float *y, int64_t r0
 
 /* Thread ith's columns [c0, c1) of src (its own half of the activation)
  * quantized, at their place in its own activation row (whose norm row its
- * rows have read by now), and column slice sl[ith] over them into its
- * output. */
+ * rows have read by now), or read in place on f32 activations, and column
+ * slice sl[ith] over them into its output. */
 static void split_out(split_ctx *c, int ith, const tb_weight_t *sl, const float *src, int64_t c0, int64_t c1) {
     const tb_type_t t = sl[ith].type;
+    if (act_f32(t)) {                 /* f32 activations: the columns as they are */
+        split_rows(&sl[ith], src + c0, c->yout[ith], 0, sl[ith].n_out);
+        return;
+    }
     uint8_t *qa = (uint8_t *)c->s->act_own + (size_t)ith * c->s->act_bytes + tb_act_row_bytes(t, c0);
     tb_kernels()->t[t].quantize_act(src + c0, qa, c1 - c0);
     split_rows(&sl[ith], qa, c->yout[ith], 0, sl[ith].n_out);

@@ -8,13 +8,14 @@
  *    them: down_e right after up_e, gate_e+1 right after down_e; else
  *    gate_e+1 follows up_e and the down stack keeps its own packed copies;
  *  - repack_bytes counts every copy once (the sum of tb_repack_size);
- *  - loading with 1 and with 3 placing threads gives the same copies,
- *    byte for byte, and the same resident/repacked byte counts;
+ *  - loading with 1 and with 3 placing threads gives the same copies (the
+ *    column slices' too), byte for byte, and the same resident/repacked byte counts;
  *  - column slices (the split decode's, model.c split_columns): a dense
- *    layer on quantized activations gets Wo and ffn_down cut, an MoE layer
- *    Wo alone, a layer that cannot split (f32 activations, a cut inside a
- *    block) neither; each slice's rows are its columns of the file rows,
- *    and slice_bytes counts them.
+ *    layer (quantized or f32 activations) gets Wo and ffn_down cut, an MoE
+ *    layer Wo alone, a layer that cannot split (MoE experts on f32
+ *    activations, a cut inside a block) neither; each slice's rows are its
+ *    columns of the file rows, and its placed bytes add up to the whole
+ *    matrix's (the slices take no extra memory).
  * The forward pass on this placement is checked against the f64
  * reference by test_ref.
  */
@@ -96,7 +97,7 @@ static void test_gate_up_interleaved(void **st) {
  * agree between two loads of the same file. */
 static void same_weight(const tb_weight_t *wa, const tb_weight_t *wb) {
     if (!wa->data) { assert_null(wb->data); return; }
-    const size_t rb = tb_repack_size(wa->type, wa->row_bytes, wa->n_out, 1);
+    const size_t rb = tb_repack_size(wa->type, tb_type_row_bytes(wa->type, wa->n_in), wa->n_out, 1);
     for (int64_t e = 0; e < wa->n_mat; e++) {
         const uint8_t *ca = copy_of(wa, e), *cb = copy_of(wb, e);
         if (ca) { assert_non_null(cb); assert_memory_equal(ca, cb, rb); continue; }
@@ -117,6 +118,10 @@ static void same_placement(const tb_model_t *a, const tb_model_t *b) {
         const tb_weight_t *wb[] = {&Lb->wq, &Lb->wk, &Lb->wv, &Lb->wo, &Lb->ffn_gate, &Lb->ffn_up,
                                    &Lb->ffn_down, &Lb->router, &Lb->gate_exps, &Lb->up_exps, &Lb->down_exps};
         for (size_t i = 0; i < TB_ARRAY_LEN(wa); i++) same_weight(wa[i], wb[i]);
+        for (int h = 0; h < 2; h++) {
+            if (La->wo_cut) same_weight(&La->wo_sl[h], &Lb->wo_sl[h]);
+            if (La->down_cut) same_weight(&La->down_sl[h], &Lb->down_sl[h]);
+        }
     }
     same_weight(&a->output, &b->output);
 }
@@ -138,20 +143,25 @@ static void test_threads_same_bytes(void **st) {
     }
 }
 
-/* Expected cuts: Wo (want_wo: cut or not), ffn_down (want_down). */
+/* Expected cuts: Wo (want_wo: cut or not), ffn_down (want_down). Each
+ * slice must hold exactly its columns of the file rows (read through its
+ * own row stride: a repacked slice stays a view of the file rows, a copied
+ * one is packed), and its placed bytes (repacked copy, or arena copy) must
+ * add up to what the whole matrix would take: slices cost no memory. */
 static void check_slices(const char *preset, int type, bool want_wo, bool want_down) {
     char path[512];
     assert_int_equal(th_synth(th_dir, preset, type, path, sizeof path), TB_OK);
     tb_model_t *m;
     if (tb_model_load(path, &m) != TB_OK) fail_msg("%s: %s", path, tb_last_error());
     const tb_model_info_t *in = &m->info;
-    uint64_t want_bytes = 0;
+    int split = 0;
     for (int32_t il = 0; il < in->n_layer; il++) {
         const tb_layer_t *L = &m->layers[il];
         const int64_t wo_cut = (int64_t)(in->n_head_kv / 2) * (in->n_head / in->n_head_kv) * in->head_dim;
         assert_int_equal(L->wo_cut, want_wo ? wo_cut : 0);
         if (!want_down) assert_int_equal(L->down_cut, 0);
         else assert_true(L->down_cut > 0 && L->down_cut < L->ffn_down.n_in);
+        split += L->wo_cut > 0;
         const tb_weight_t *w[2] = {&L->wo, &L->ffn_down}, *sl[2] = {L->wo_sl, L->down_sl};
         const int64_t cut[2] = {L->wo_cut, L->down_cut};
         for (int k = 0; k < 2; k++) {
@@ -160,17 +170,25 @@ static void check_slices(const char *preset, int type, bool want_wo, bool want_d
             const size_t c0 = (size_t)(cut[k] / tr->blck) * tr->bytes;   /* bytes of slice 0 per row */
             assert_int_equal(sl[k][0].n_in + sl[k][1].n_in, w[k]->n_in);
             assert_int_equal(sl[k][0].n_in, cut[k]);
+            size_t placed = 0, whole = tb_repack_size(w[k]->type, w[k]->row_bytes, w[k]->n_out, 1);
+            if (!whole) whole = w[k]->mat_bytes;
+            for (int h = 0; h < 2; h++) {
+                const tb_weight_t *x = &sl[k][h];
+                const size_t rp = tb_repack_size(x->type, tb_type_row_bytes(x->type, x->n_in), x->n_out, 1);
+                if (rp) assert_non_null(copy_of(x, 0));                   /* found under the view */
+                else assert_int_equal(x->row_bytes, tb_type_row_bytes(x->type, x->n_in));   /* packed */
+                placed += rp ? rp : x->mat_bytes;
+            }
+            assert_int_equal(placed, whole);
             for (int64_t r = 0; r < w[k]->n_out; r++) {
                 const uint8_t *f = (const uint8_t *)w[k]->data + (size_t)r * w[k]->row_bytes;
                 assert_memory_equal((const uint8_t *)sl[k][0].data + (size_t)r * sl[k][0].row_bytes, f, c0);
                 assert_memory_equal((const uint8_t *)sl[k][1].data + (size_t)r * sl[k][1].row_bytes, f + c0,
                                     w[k]->row_bytes - c0);
             }
-            want_bytes += w[k]->mat_bytes;
         }
-        if (L->wo_cut) want_bytes += 256;
     }
-    assert_int_equal(in->slice_bytes, want_bytes);
+    assert_int_equal(in->split_layers, split);
     tb_model_free(m);
 }
 
@@ -180,7 +198,9 @@ static void test_split_slices(void **st) {
     check_slices("llama-tiny", TB_TYPE_Q8_0, true, true);
     check_slices("maple-tiny", TB_TYPE_Q4_0, true, false);   /* MoE: Wo alone */
     check_slices("moe-tiny", TB_TYPE_Q8_0, true, false);
-    check_slices("maple-tiny", TB_TYPE_F16, false, false);   /* f32 activations */
+    check_slices("llama-tiny", TB_TYPE_F16, true, true);     /* f32 activations */
+    check_slices("llama-tiny", TB_TYPE_BF16, true, true);
+    check_slices("maple-tiny", TB_TYPE_F16, false, false);   /* MoE, f32-activation experts */
     check_slices("llama-tiny", TB_TYPE_TQ2_0, false, false); /* Wo's cut inside a 256-block */
 }
 

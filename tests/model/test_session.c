@@ -4,8 +4,9 @@
  *    batched prefill vs token-by-token decode (and the final logits
  *    bit-identical), for maple-tiny, llama-tiny and moe-tiny;
  *  - prefill logits (all rows) bit-identical to decode logits row by row;
- *  - llama-tiny Q4_0 / Q8_0 (Wo and ffn_down cut into column slices, so a
- *    2-thread decode runs the split two-pass layers) and maple-tiny Q4_0 /
+ *  - llama-tiny Q4_0 / Q8_0 / F16 / BF16 (Wo and ffn_down cut into column
+ *    slices, so a 2-thread decode runs the split two-pass layers; F16 and
+ *    BF16 on f32 activations) and maple-tiny Q4_0 /
  *    moe-tiny Q8_0 (Wo cut; the split three-pass MoE layers): decode
  *    logits at 2 threads bit-identical to 1 thread token by token, and to
  *    prefill;
@@ -104,7 +105,7 @@ static void split_decode_equal(const char *preset, int type) {
     if (tb_model_load(path, &m)) fail_msg("load: %s", tb_last_error());
     tb_model_info_t in;
     assert_int_equal(tb_model_get_info(m, &in), TB_OK);
-    assert_true(in.slice_bytes > 0);      /* the layers can split */
+    assert_int_equal(in.split_layers, in.n_layer);      /* the layers split */
     const int V = tb_model_n_vocab(m), n = 40;
     int32_t ids[40];
     th_prompt(ids, n, V, 5);
@@ -137,6 +138,8 @@ static void split_decode_equal(const char *preset, int type) {
 
 static void test_split_decode_q4_0(void **st) { (void)st; split_decode_equal("llama-tiny", TB_TYPE_Q4_0); }
 static void test_split_decode_q8_0(void **st) { (void)st; split_decode_equal("llama-tiny", TB_TYPE_Q8_0); }
+static void test_split_decode_f16(void **st) { (void)st; split_decode_equal("llama-tiny", TB_TYPE_F16); }
+static void test_split_decode_bf16(void **st) { (void)st; split_decode_equal("llama-tiny", TB_TYPE_BF16); }
 static void test_split_decode_maple(void **st) { (void)st; split_decode_equal("maple-tiny", TB_TYPE_Q4_0); }
 static void test_split_decode_moe(void **st) { (void)st; split_decode_equal("moe-tiny", TB_TYPE_Q8_0); }
 
@@ -273,6 +276,8 @@ int main(void) {
         cmocka_unit_test(test_prefill_rows_moe),
         cmocka_unit_test(test_split_decode_q4_0),
         cmocka_unit_test(test_split_decode_q8_0),
+        cmocka_unit_test(test_split_decode_f16),
+        cmocka_unit_test(test_split_decode_bf16),
         cmocka_unit_test(test_split_decode_maple),
         cmocka_unit_test(test_split_decode_moe),
         cmocka_unit_test(test_kv_f16_close),
