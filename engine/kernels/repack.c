@@ -10,11 +10,15 @@
  * buffers, the other tiers and tb_isa_set after loading all stay correct.
  *
  * Entries are kept sorted by file address; lookups binary-search under a
- * read lock (a few per matrix pass, against microseconds of kernel work).
+ * read lock. Each thread also remembers the entry it found last, valid
+ * while the registry's generation (bumped by every change) is the one it
+ * was found in: a kernel called chunk by chunk on one matrix then takes no
+ * lock, whose shared counter would move between the cores on every call.
  */
 #include "kernels/kernels.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 
 typedef struct entry {
@@ -32,6 +36,19 @@ typedef struct entry {
 static pthread_rwlock_t lock = PTHREAD_RWLOCK_INITIALIZER;
 static entry *tab;            /* (n_tab) sorted by base */
 static size_t n_tab, cap_tab;
+static _Atomic uint64_t gen = 1;        /* bumped (under the write lock) by every change */
+static _Thread_local struct {
+    uint64_t gen;                       /* 0: nothing remembered */
+    entry e;
+} memo;
+
+/* The copy for W in entry e (isa, type and stride matched), or NULL. */
+static const void *entry_copy(const entry *e, const void *W, size_t ws, tb_isa_t isa, tb_type_t t) {
+    if ((const uint8_t *)W < e->base || e->isa != isa || e->type != t || e->ws != ws) return NULL;
+    const size_t off = (size_t)((const uint8_t *)W - e->base);
+    if (off % e->mat_bytes || off / e->mat_bytes >= (size_t)e->n_mat) return NULL;
+    return e->data + off / e->mat_bytes * e->rp_mat_bytes;
+}
 
 /* Index of the first entry with base > p. */
 static size_t upper(const void *p) {
@@ -90,6 +107,7 @@ int tb_repack_register_at(const void *owner, tb_type_t t, const void *W, size_t 
     tab[at] = (entry){.owner = owner, .base = W, .ws = ws, .mat_bytes = ws * (size_t)rows,
                       .n_mat = n_mat, .rp_mat_bytes = stride, .data = data, .owned = !dst, .isa = k->isa, .type = t};
     n_tab++;
+    atomic_fetch_add(&gen, 1);
     pthread_rwlock_unlock(&lock);
     if (extra) *extra = rp * (size_t)n_mat;
     return TB_OK;
@@ -105,6 +123,7 @@ void tb_repack_release(const void *owner) {
         else tab[j++] = tab[i];
     }
     n_tab = j;
+    atomic_fetch_add(&gen, 1);
     if (n_tab == 0) {
         free(tab);
         tab = NULL;
@@ -114,15 +133,22 @@ void tb_repack_release(const void *owner) {
 }
 
 const void *tb_repack_lookup(const void *W, size_t ws, tb_isa_t isa, tb_type_t t) {
+    const uint64_t g = atomic_load_explicit(&gen, memory_order_acquire);
+    if (memo.gen == g) {
+        const void *r = entry_copy(&memo.e, W, ws, isa, t);
+        if (r) return r;
+    }
     const void *r = NULL;
     pthread_rwlock_rdlock(&lock);
     size_t i = upper(W);
     if (i > 0) {
-        const entry *e = &tab[i - 1];
-        size_t off = (size_t)((const uint8_t *)W - e->base);
-        if (e->isa == isa && e->type == t && e->ws == ws && off % e->mat_bytes == 0 &&
-            off / e->mat_bytes < (size_t)e->n_mat)
-            r = e->data + off / e->mat_bytes * e->rp_mat_bytes;
+        r = entry_copy(&tab[i - 1], W, ws, isa, t);
+        /* remembered under the generation read before the lock: a change
+         * since then makes the next lookup search again */
+        if (r) {
+            memo.gen = g;
+            memo.e = tab[i - 1];
+        }
     }
     pthread_rwlock_unlock(&lock);
     return r;

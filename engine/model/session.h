@@ -51,6 +51,7 @@ struct tb_session {
     float *y_b, *y2_b;               /* (n_embd) each: the split decode's second output pair   */
     bool fold_pending;               /* x is short of (+ yp[0]) + yp[1] (split decode)         */
     float *yp[2];                    /* the pending pair: y, y2 or y_b, y2_b                   */
+    bool split_yield;                /* test hook: thread 1 leaves its output rows to thread 0 */
     float *q;                        /* (nb, n_head * head_dim)           */
     float *k, *v;                    /* (nb, n_head_kv * head_dim)        */
     float *att;                      /* (nb, n_head * head_dim)           */

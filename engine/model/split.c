@@ -30,6 +30,7 @@
 #include "kernels/kernels.h"
 
 #include <math.h>
+#include <stdatomic.h>
 #include <string.h>
 
 typedef struct split_ctx {
@@ -43,7 +44,14 @@ typedef struct split_ctx {
     float *yin[2];            /* the previous pass's outputs (read in the prologue) */
     float *yout[2];           /* this pass's: the other pair, as the other thread may
                                  still be reading yin while this one writes           */
+    /* the pass's last step, column slice k over its activation: its rows
+     * are claimed in chunks from claim[k] by its owner and, once done with
+     * its own, by the other thread (ready[k] says act[k] is written) */
+    struct { _Alignas(64) _Atomic int64_t next; } claim[2];
+    struct { _Alignas(64) _Atomic int ready; const void *act; } own[2];
 } split_ctx;
+
+#define SPLIT_CHUNK 64            /* output rows per claim */
 
 /* ===================================================================== */
 /* Pieces                                                                 */
@@ -88,19 +96,47 @@ static void split_rows(const tb_weight_t *w, const void *a, float *y, int64_t r0
     tb_lin_rows(&j, r0, r1);
 }
 
+/* Rows of slice sl[k] over act[k] into yout[k], claimed SPLIT_CHUNK at a
+ * time until none is left. */
+static void split_claim_rows(split_ctx *c, const tb_weight_t *sl, int k) {
+    const tb_weight_t *w = &sl[k];
+    for (;;) {
+        const int64_t r0 = atomic_fetch_add_explicit(&c->claim[k].next, SPLIT_CHUNK, memory_order_relaxed);
+        if (r0 >= w->n_out) return;
+        split_rows(w, c->own[k].act, c->yout[k], r0, TB_MIN(r0 + SPLIT_CHUNK, w->n_out));
+    }
+}
+
 /* Thread ith's columns [c0, c1) of src (its own half of the activation)
  * quantized, at their place in its own activation row (whose norm row its
  * rows have read by now), or read in place on f32 activations, and column
- * slice sl[ith] over them into its output. */
+ * slice sl[ith] over them into its output; then, as the two halves rarely
+ * end together (the cores stream at different rates), it takes rows of the
+ * other slice that are still unclaimed, once the other thread's activation
+ * is ready. Every row is still one kernel call's on the same bytes, so the
+ * outputs do not depend on who computed it. */
 static void split_out(split_ctx *c, int ith, const tb_weight_t *sl, const float *src, int64_t c0, int64_t c1) {
     const tb_type_t t = sl[ith].type;
-    if (act_f32(t)) {                 /* f32 activations: the columns as they are */
-        split_rows(&sl[ith], src + c0, c->yout[ith], 0, sl[ith].n_out);
-        return;
+    const void *a = src + c0;                      /* f32 activations: the columns as they are */
+    if (!act_f32(t)) {
+        uint8_t *qa = (uint8_t *)c->s->act_own + (size_t)ith * c->s->act_bytes + tb_act_row_bytes(t, c0);
+        tb_kernels()->t[t].quantize_act(src + c0, qa, c1 - c0);
+        a = qa;
     }
-    uint8_t *qa = (uint8_t *)c->s->act_own + (size_t)ith * c->s->act_bytes + tb_act_row_bytes(t, c0);
-    tb_kernels()->t[t].quantize_act(src + c0, qa, c1 - c0);
-    split_rows(&sl[ith], qa, c->yout[ith], 0, sl[ith].n_out);
+    c->own[ith].act = a;
+    atomic_store_explicit(&c->own[ith].ready, 1, memory_order_release);
+    int spins = 0;
+    if (ith == 1 && c->s->split_yield)   /* test hook: thread 0 takes every row of both slices */
+        while (atomic_load_explicit(&c->claim[1].next, memory_order_relaxed) < sl[1].n_out) tb_spin_wait(&spins);
+    split_claim_rows(c, sl, ith);
+    const int o = 1 - ith;
+    while (atomic_load_explicit(&c->claim[o].next, memory_order_relaxed) < sl[o].n_out) {
+        if (atomic_load_explicit(&c->own[o].ready, memory_order_acquire)) {
+            split_claim_rows(c, sl, o);
+            return;
+        }
+        tb_spin_wait(&spins);
+    }
 }
 
 /* ===================================================================== */
@@ -174,6 +210,10 @@ static void split_pass(tb_session_t *s, split_ctx *c, void (*fn)(void *, int, in
     const bool a = s->yp[0] == s->y;
     c->yout[0] = a ? s->y_b : s->y;
     c->yout[1] = a ? s->y2_b : s->y2;
+    for (int k = 0; k < 2; k++) {
+        atomic_init(&c->claim[k].next, 0);
+        atomic_init(&c->own[k].ready, 0);
+    }
     tb_pool_run(s->pool, fn, c);
     if (c->fold) {
         float *t = s->x;
