@@ -9,6 +9,8 @@
 
 #include "kernels/x86_common.h"
 
+#include <pthread.h>
+
 /* ---------------------------------------------------------------------- */
 /* TQ2_0 x Q8_K                                                             */
 /* ---------------------------------------------------------------------- */
@@ -607,10 +609,15 @@ TB_G5_TARGET TB_INLINE void dot_tq1_0_g5(int nt, const uint8_t *grp, int64_t nb,
     for (int t = 0; t < nt; t++) out[t] = acc[t];
 }
 
+/* The tables, made once (a matvec may be called per 64 rows: building
+ * them took longer than such a call's arithmetic). */
+static uint8_t tq1_g5_tab[8][64] __attribute__((aligned(64)));
+static pthread_once_t tq1_g5_once = PTHREAD_ONCE_INIT;
+static void tq1_g5_make_tables(void) { tq1_g5_tables(tq1_g5_tab); }
+
 TB_G5_TARGET static void tq1_g5_load_tables(__m512i *T) {
-    uint8_t tab[8][64];
-    tq1_g5_tables(tab);
-    for (int k = 0; k < 8; k++) T[k] = _mm512_loadu_si512(tab[k]);
+    pthread_once(&tq1_g5_once, tq1_g5_make_tables);
+    for (int k = 0; k < 8; k++) T[k] = _mm512_load_si512(tq1_g5_tab[k]);
 }
 
 TB_G5_TARGET static void matvec_tq1_0_g5(const void *G, const void *a, float *y, int64_t r0, int64_t r1,

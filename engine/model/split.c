@@ -51,7 +51,7 @@ typedef struct split_ctx {
     struct { _Alignas(64) _Atomic int ready; const void *act; } own[2];
 } split_ctx;
 
-#define SPLIT_CHUNK 64            /* output rows per claim */
+#define SPLIT_CHUNK 128           /* output rows per claim */
 
 /* ===================================================================== */
 /* Pieces                                                                 */

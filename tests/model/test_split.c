@@ -9,6 +9,9 @@
  * bit at every position: llama-tiny Q4_0 and F16 (dense, quantized and
  * f32 activations) and maple-tiny Q4_0 (MoE: Wo). A mutant that computes
  * the other slice's rows on its own activation fails.
+ * Also: a column slice read in place from the file mapping (weights
+ * mmap, a tier that repacks nothing: every row read at the whole row's
+ * stride) gives the logits of its packed copy (weights copy).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -16,6 +19,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "helpers.h"
@@ -53,6 +57,52 @@ static void yield_decode_equal(const char *preset, int type) {
     tb_model_free(m);
 }
 
+/* Logits of 12 tokens decoded one by one at 2 threads (split layers). */
+static float *decode_logits(const char *path, tb_weights_mode_t mode, int *n_vocab) {
+    tb_model_params_t mp = {.weights = mode};
+    tb_model_t *m;
+    if (tb_model_load_ex(path, &mp, &m) != TB_OK) fail_msg("%s: %s", path, tb_last_error());
+    tb_model_info_t in;
+    assert_int_equal(tb_model_get_info(m, &in), TB_OK);
+    assert_int_equal(in.split_layers, in.n_layer);
+    assert_int_equal(in.repack_bytes, 0);            /* nothing repacked at this tier */
+    const int V = tb_model_n_vocab(m), n = 12;
+    *n_vocab = V;
+    float *out = malloc(sizeof(float) * (size_t)V * n);   // (n, V)
+    assert_non_null(out);
+    tb_session_params_t sp = tb_session_default_params();
+    sp.n_ctx = 16;
+    sp.n_threads = 2;
+    tb_session_t *s;
+    assert_int_equal(tb_session_new(m, &sp, &s), TB_OK);
+    for (int32_t t = 0; t < n; t++) {
+        const int32_t id = (7 * t + 3) % V;
+        assert_int_equal(tb_session_eval(s, &id, 1, false), TB_OK);
+        memcpy(out + (size_t)t * V, tb_session_logits(s, -1), sizeof(float) * (size_t)V);
+    }
+    tb_session_free(s);
+    tb_model_free(m);
+    return out;
+}
+
+static void test_views_in_place(void **st) {
+    (void)st;
+    const tb_isa_t was = tb_isa_active();
+    assert_int_equal(tb_isa_set(TB_ISA_GENERIC), TB_OK);
+    const int types[] = {TB_TYPE_Q4_0, TB_TYPE_Q8_0, TB_TYPE_F16};
+    for (size_t i = 0; i < TB_ARRAY_LEN(types); i++) {
+        char path[512];
+        if (th_synth(th_dir, "llama-tiny", types[i], path, sizeof path)) fail_msg("synth: %s", tb_last_error());
+        int V;
+        float *a = decode_logits(path, TB_WEIGHTS_COPY, &V), *b = decode_logits(path, TB_WEIGHTS_MMAP, &V);
+        if (memcmp(a, b, sizeof(float) * 12 * (size_t)V))
+            fail_msg("llama-tiny type %d: logits differ between packed slices and slices read in place", types[i]);
+        free(a);
+        free(b);
+    }
+    assert_int_equal(tb_isa_set(was), TB_OK);
+}
+
 static void test_yield_q4_0(void **st) { (void)st; yield_decode_equal("llama-tiny", TB_TYPE_Q4_0); }
 static void test_yield_f16(void **st) { (void)st; yield_decode_equal("llama-tiny", TB_TYPE_F16); }
 static void test_yield_maple(void **st) { (void)st; yield_decode_equal("maple-tiny", TB_TYPE_Q4_0); }
@@ -62,6 +112,7 @@ int main(void) {
         cmocka_unit_test(test_yield_q4_0),
         cmocka_unit_test(test_yield_f16),
         cmocka_unit_test(test_yield_maple),
+        cmocka_unit_test(test_views_in_place),
     };
     return cmocka_run_group_tests(tests, th_setup, th_teardown);
 }
