@@ -145,3 +145,23 @@ void th_prompt(int32_t *ids, int n, int n_vocab, uint32_t seed) {
         ids[i] = (int32_t)(x % (uint32_t)n_vocab);
     }
 }
+
+int th_load_split(const char *preset, int type, tb_model_t **m) {
+    char path[512];
+    tb_model_info_t in;
+    *m = NULL;
+    if (th_synth(th_dir, preset, type, path, sizeof path) || tb_model_load(path, m) ||
+        tb_model_get_info(*m, &in)) {
+        fprintf(stderr, "%s type %d: %s\n", preset, type, tb_last_error());
+        tb_model_free(*m);
+        *m = NULL;
+        return -1;
+    }
+    if (in.split_layers != in.n_layer) {
+        fprintf(stderr, "%s type %d: %d of %d layers split\n", preset, type, in.split_layers, in.n_layer);
+        tb_model_free(*m);
+        *m = NULL;
+        return -1;
+    }
+    return 0;
+}

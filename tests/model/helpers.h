@@ -46,6 +46,11 @@ int th_greedy(const tb_model_t *m, int n_threads, int n_batch, tb_type_t kv,
               const int32_t *prompt, int n_prompt, bool one_by_one,
               int32_t *gen, int n_gen, float *last_logits);
 
+/* th_dir/<preset>[-type].gguf synthesized and loaded into *m, whose
+ * layers must all split at 2 threads (tb_model_info_t.split_layers).
+ * Returns 0, or -1 with the reason on stderr. */
+int th_load_split(const char *preset, int type, tb_model_t **m);
+
 /* A deterministic pseudo-random prompt of n ids in [0, n_vocab). */
 void th_prompt(int32_t *ids, int n, int n_vocab, uint32_t seed);
 

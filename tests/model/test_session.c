@@ -99,13 +99,8 @@ static void prefill_rows_equal_decode(const char *preset, int n_threads) {
  * split: a dense one (Wo and ffn_down cut into slices) or an MoE one (Wo
  * cut; each thread half of the router and of the selected experts). */
 static void split_decode_equal(const char *preset, int type) {
-    char path[512];
-    if (th_synth(th_dir, preset, type, path, sizeof path)) fail_msg("synth: %s", tb_last_error());
     tb_model_t *m;
-    if (tb_model_load(path, &m)) fail_msg("load: %s", tb_last_error());
-    tb_model_info_t in;
-    assert_int_equal(tb_model_get_info(m, &in), TB_OK);
-    assert_int_equal(in.split_layers, in.n_layer);      /* the layers split */
+    if (th_load_split(preset, type, &m)) fail_msg("%s type %d: no model whose layers split", preset, type);
     const int V = tb_model_n_vocab(m), n = 40;
     int32_t ids[40];
     th_prompt(ids, n, V, 5);

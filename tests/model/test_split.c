@@ -26,13 +26,8 @@
 #include "model/session.h"
 
 static void yield_decode_equal(const char *preset, int type) {
-    char path[512];
-    if (th_synth(th_dir, preset, type, path, sizeof path)) fail_msg("synth: %s", tb_last_error());
     tb_model_t *m;
-    if (tb_model_load(path, &m)) fail_msg("load: %s", tb_last_error());
-    tb_model_info_t in;
-    assert_int_equal(tb_model_get_info(m, &in), TB_OK);
-    assert_int_equal(in.split_layers, in.n_layer);   /* every layer splits */
+    if (th_load_split(preset, type, &m)) fail_msg("%s type %d: no model whose layers split", preset, type);
     const int V = tb_model_n_vocab(m), n = 32;
     int32_t ids[32];
     th_prompt(ids, n, V, 7);
