@@ -25,9 +25,6 @@
 /* Fused linear over one input                                            */
 /* ===================================================================== */
 
-/* True when weights of type t take f32 activations (no quantization). */
-static bool act_is_f32(tb_type_t t) { return tb_type_traits(t)->vec_dot_type == TB_TYPE_F32; }
-
 /* ys[i] (n, w[i]->n_out, row stride ld[i]) = w[i] · act(x) (+= into acc[i]
  * when acc and acc[i]), for the n rows of x (row stride x_ld). act(x) is
  * `pro` applied to x (its x, n, ld already set by the caller: NORM,
@@ -51,7 +48,7 @@ static void lin_multi(tb_session_t *s, tb_phase_t ph, tb_lin_pro_t *pro, const t
         }
         const float *src = p.kind == TB_PRO_NORM ? p.xn : p.x;    /* (n, ld) act input */
         p.wtype = w[i]->type;
-        p.q = act_is_f32(w[i]->type) ? NULL : s->act;
+        p.q = tb_act_is_f32(w[i]->type) ? NULL : s->act;
         p.q_stride = p.q ? tb_act_row_bytes(w[i]->type, p.n_in) : 0;
         if (p.kind == TB_PRO_NORM && p.q && !mixed) p.xn = NULL;   /* nobody reads it */
         const void *a = p.q ? p.q : (const void *)src;

@@ -456,7 +456,7 @@ static int place_weights(tb_model_t *m, tb_weights_mode_t mode, int n_threads) {
     const int n = weight_list(m, w, cap);
     for (int i = 0; i < n; i++) {
         const tb_weight_t *x = w[i];
-        size_t r = tb_repack_size(x->type, tb_type_row_bytes(x->type, x->n_in), x->n_out, x->n_mat);
+        const size_t r = tb_repack_size(x->type, tb_type_row_bytes(x->type, x->n_in), x->n_out, x->n_mat);
         rp[i] = r > 0;
         sz[i] = r ? r : mode == TB_WEIGHTS_COPY ? tb_weight_bytes(x) * (size_t)x->n_mat : 0;
     }

@@ -215,8 +215,8 @@ void tb_moe_ffn(tb_session_t *s, int32_t il, int32_t n) {
     moe_ctx c = {.s = s, .L = L, .n = n, .nr = n * K, .clk = clk};
     atomic_init(&c.claim.next, 0);
     atomic_init(&c.claim.done, 0);
-    const bool router_f32 = tb_type_traits(L->router.type)->vec_dot_type == TB_TYPE_F32;
-    const bool gate_f32 = tb_type_traits(L->gate_exps.type)->vec_dot_type == TB_TYPE_F32;
+    const bool router_f32 = tb_act_is_f32(L->router.type);
+    const bool gate_f32 = tb_act_is_f32(L->gate_exps.type);
 
     /* ---- pass: xn = rmsnorm(x), quantized for the experts; router logits ---- */
     const size_t st = gate_f32 ? (size_t)E * sizeof(float) : tb_act_row_bytes(L->gate_exps.type, E);
@@ -264,7 +264,7 @@ void tb_moe_ffn(tb_session_t *s, int32_t il, int32_t n) {
     tb_prof_end_jobs(s, TB_PHASE_FFN_UP, t0, s->jobs, nj);
 
     /* ---- h = swiglu(g, u) quantized (prologue), down of every active expert ---- */
-    const bool down_f32 = tb_type_traits(L->down_exps.type)->vec_dot_type == TB_TYPE_F32;
+    const bool down_f32 = tb_act_is_f32(L->down_exps.type);
     c.h_stride = down_f32 ? (size_t)F * sizeof(float) : tb_act_row_bytes(L->down_exps.type, F);
     c.h = down_f32 ? (const void *)s->eg : s->hq;
     c.pro = (tb_lin_pro_t){.kind = TB_PRO_SWIGLU, .x = s->eg, .u = s->eu, .ld = F, .n_in = F,

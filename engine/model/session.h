@@ -19,6 +19,7 @@
 #define TB_SESSION_H
 
 #include "model/model.h"
+#include "quant/quant.h"
 
 typedef struct tb_kv_layer {
     void *k;                         /* (n_head_kv, ceil(cap / TB_KV_TILE),
@@ -97,6 +98,10 @@ struct tb_session {
  * (rows of n_vocab; NULL: skip the output head). Advances s->pos. */
 int tb_forward_chunk(tb_session_t *s, const int32_t *tokens, int32_t n, bool all_logits,
                      float *logits);
+
+/* True when weights of type t take f32 activations (F16, BF16, F32): no
+ * quantization before their matvec. */
+static inline bool tb_act_is_f32(tb_type_t t) { return tb_type_traits(t)->vec_dot_type == TB_TYPE_F32; }
 
 /* dst = (x + y) + y2 over elements [i0, i1): the one order in which every
  * path adds two partial outputs (column slices, halves of the experts) to

@@ -7,7 +7,8 @@
  * column slice s (the rows of gate and up it computes itself); in an MoE
  * layer, router rows [s X / 2, (s + 1) X / 2) and the experts of ranks
  * [s K / 2, ...) whole. Within a pass a thread needs no activation the
- * other one made:
+ * other one made, up to the pass's last step (split_out: the output rows
+ * of both slices are shared once both activations are ready):
  *   A  x folded and xn = rmsnorm(x) quantized (split_prologue, each thread
  *      for itself); its Q, K, V rows; attention of its kv heads; its heads'
  *      outputs quantized; Wo_s . att_s
@@ -57,9 +58,6 @@ typedef struct split_ctx {
 /* Pieces                                                                 */
 /* ===================================================================== */
 
-/* True when weights of type t take f32 activations (F16, BF16, F32). */
-static bool act_f32(tb_type_t t) { return tb_type_traits(t)->vec_dot_type == TB_TYPE_F32; }
-
 /* The pass's prologue, on each thread for itself (no waiting, no shared
  * activation): x' = fold(x) into this thread's x_own (its half also into
  * x_alt, which becomes x after the pass), then RMSNorm and quantization of
@@ -80,7 +78,7 @@ static const void *split_prologue(split_ctx *c, int ith, int nth) {
     } else {
         memcpy(xo, s->x, (size_t)E * sizeof *xo);
     }
-    const bool f32 = act_f32(c->wtype);
+    const bool f32 = tb_act_is_f32(c->wtype);
     float *xn = s->xn_own + ith * E;                              /* (n_embd) */
     void *a = (uint8_t *)s->act_own + (size_t)ith * s->act_bytes;
     tb_lin_pro_t p = {.kind = TB_PRO_NORM, .x = xo, .ld = E, .n_in = E, .n = 1, .w = c->norm_w,
@@ -118,7 +116,7 @@ static void split_claim_rows(split_ctx *c, const tb_weight_t *sl, int k) {
 static void split_out(split_ctx *c, int ith, const tb_weight_t *sl, const float *src, int64_t c0, int64_t c1) {
     const tb_type_t t = sl[ith].type;
     const void *a = src + c0;                      /* f32 activations: the columns as they are */
-    if (!act_f32(t)) {
+    if (!tb_act_is_f32(t)) {
         uint8_t *qa = (uint8_t *)c->s->act_own + (size_t)ith * c->s->act_bytes + tb_act_row_bytes(t, c0);
         tb_kernels()->t[t].quantize_act(src + c0, qa, c1 - c0);
         a = qa;
