@@ -190,14 +190,18 @@ int tb_forward_chunk(tb_session_t *s, const int32_t *tokens, int32_t n, bool all
     }
 
     /* ---- layers ---- */
-    for (int32_t il = 0; il < in->n_layer; il++) {
-        if (tb_split_ok(s, &m->layers[il], n)) {
-            tb_split_layer(s, il);
+    for (int32_t il = 0; il < in->n_layer;) {
+        int32_t il1 = il;        /* a run of split layers: one pool run */
+        while (il1 < in->n_layer && tb_split_ok(s, &m->layers[il1], n)) il1++;
+        if (il1 > il) {
+            tb_split_layers(s, il, il1);
+            il = il1;
             continue;
         }
         tb_split_settle(s);
         attn_block(s, il, n);
         ffn_block(s, il, n);
+        il++;
     }
 
     tb_split_settle(s);

@@ -102,6 +102,7 @@ static int alloc_buffers(tb_session_t *s) {
     s->x_alt = salloc(s, nb * E * f, &fail);
     s->y_b = salloc(s, E * f, &fail);
     s->y2_b = salloc(s, E * f, &fail);
+    s->split_plan = salloc(s, tb_split_plan_bytes(in), &fail);
     s->rope_cs = salloc(s, 2 * nb * (size_t)(in->rope_dims / 2) * f, &fail);
     s->rope_sn = salloc(s, 2 * nb * (size_t)(in->rope_dims / 2) * f, &fail);
     const size_t group = (size_t)(in->n_head / in->n_head_kv);
@@ -180,7 +181,7 @@ void tb_session_free(tb_session_t *s) {
     tb_pool_free(s->pool);
     tb_huge_free(s->kv_arena);
     free(s->kv);
-    void *bufs[] = {s->x, s->xn, s->y, s->y2, s->act_own, s->x_own, s->xn_own, s->x_alt, s->y_b, s->y2_b,
+    void *bufs[] = {s->x, s->xn, s->y, s->y2, s->act_own, s->x_own, s->xn_own, s->x_alt, s->y_b, s->y2_b, s->split_plan,
                     s->q, s->k, s->v, s->att, s->act, s->act2, s->ff_g, s->ff_u, s->rope_cs, s->rope_sn,
                     s->scores, s->jobs, s->sched, s->router, s->sel, s->sel_w, s->row_of, s->tok_of, s->exp_off, s->xg, s->eg,
                     s->eu, s->hq, s->ed, s->logits, s->clk.t};

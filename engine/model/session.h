@@ -52,6 +52,7 @@ struct tb_session {
     float *y_b, *y2_b;               /* (n_embd) each: the split decode's second output pair   */
     bool fold_pending;               /* x is short of (+ yp[0]) + yp[1] (split decode)         */
     float *yp[2];                    /* the pending pair: y, y2 or y_b, y2_b                   */
+    void *split_plan;                /* (tb_split_plan_bytes) the passes of a split run          */
     bool split_yield;                /* test hook: thread 1 leaves its output rows to thread 0 */
     float *q;                        /* (nb, n_head * head_dim)           */
     float *k, *v;                    /* (nb, n_head_kv * head_dim)        */
@@ -116,9 +117,12 @@ static inline void tb_fold_rows(float *dst, const float *x, const float *y, cons
 /* True when layer L's step runs split now: one token on 2 threads, not
  * profiling (its passes are per phase), and the layer has the slices. */
 bool tb_split_ok(const tb_session_t *s, const tb_layer_t *L, int32_t n);
-/* Layer il's decode step, split; x may be left short of the last pass's
- * two outputs (fold_pending). */
-void tb_split_layer(tb_session_t *s, int32_t il);
+/* The decode step of layers [il0, il1), all split (tb_split_ok), in one
+ * pool run; x may be left short of the last pass's two outputs
+ * (fold_pending). */
+void tb_split_layers(tb_session_t *s, int32_t il0, int32_t il1);
+/* Bytes of the pass plan tb_split_layers keeps (session: split_plan). */
+size_t tb_split_plan_bytes(const tb_model_info_t *in);
 /* x = (x + y) + y2 when a split pass left it pending. */
 void tb_split_settle(tb_session_t *s);
 

@@ -17,7 +17,7 @@
  *      its half; down_s . h_s
  *   MoE layer:
  *   R  the same prologue (the norm row also kept in f32); its router rows;
- *      then softmax and top-k on the caller (tb_moe_route)
+ *      then softmax and top-k on thread 0 (tb_moe_route)
  *   E  its experts on R's quantized row: gate, up, SwiGLU, down, each
  *      expert whole; their weighted sum (tb_moe_experts_half)
  * For weights on f32 activations (F16, BF16, F32) "quantized" is "kept
@@ -26,6 +26,11 @@
  * other path, by the next prologue (or tb_split_settle), so the results
  * are bit-identical to them. Whether a layer can split is decided at load
  * (model.c, split_fits: it then has the slices).
+ *
+ * A run of split layers is one pool run (tb_split_layers): the caller
+ * plans every pass first (which buffers each reads and writes), then both
+ * threads go through the plan, each waiting before a pass only for the
+ * other to be done with the previous one (split_run).
  */
 #include "model/session.h"
 #include "kernels/kernels.h"
@@ -34,14 +39,20 @@
 #include <stdatomic.h>
 #include <string.h>
 
+typedef enum { PASS_ATTN, PASS_FFN, PASS_ROUTER, PASS_EXPERTS } split_kind;
+
+/* One pass of a token's plan (tb_split_layers), shared by both threads. */
 typedef struct split_ctx {
     tb_session_t *s;
     const tb_layer_t *L;
     int32_t il;
+    split_kind kind;
     const float *norm_w;      /* this pass's RMSNorm weight        */
     tb_type_t wtype;          /* the format its activation feeds   */
     bool keep_xn;             /* the norm row is also kept in f32 (xn_own) */
-    bool fold;                /* x is short of (+ yin[0]) + yin[1] */
+    bool fold;                /* x_in is short of (+ yin[0]) + yin[1] */
+    float *x_in;              /* x during the pass (the residual stream)          */
+    float *x_out;             /* x after it when fold: the prologue writes its half */
     float *yin[2];            /* the previous pass's outputs (read in the prologue) */
     float *yout[2];           /* this pass's: the other pair, as the other thread may
                                  still be reading yin while this one writes           */
@@ -50,6 +61,9 @@ typedef struct split_ctx {
      * its own, by the other thread (ready[k] says act[k] is written) */
     struct { _Alignas(64) _Atomic int64_t next; } claim[2];
     struct { _Alignas(64) _Atomic int ready; const void *act; } own[2];
+    /* fin[k]: thread k is done with the pass (after an R pass, thread 0
+     * also routed) */
+    struct { _Alignas(64) _Atomic int done; } fin[2];
 } split_ctx;
 
 #define SPLIT_CHUNK 128           /* output rows per claim */
@@ -64,19 +78,17 @@ typedef struct split_ctx {
  * x' into its own activation row (f32 activations: RMSNorm into its own
  * xn_own row), by the same item code as the shared prologue, so the same
  * bytes. Returns that row. */
-static const void *split_prologue(split_ctx *c, int ith, int nth) {
-    assert(nth == 2);
-    (void)nth;
+static const void *split_prologue(split_ctx *c, int ith) {
     tb_session_t *s = c->s;
     const tb_model_info_t *in = &s->m->info;
     const int64_t E = in->n_embd;
     float *xo = s->x_own + ith * E;                               /* (n_embd) */
     if (c->fold) {
-        tb_fold_rows(xo, s->x, c->yin[0], c->yin[1], 0, E);
+        tb_fold_rows(xo, c->x_in, c->yin[0], c->yin[1], 0, E);
         const int64_t r0 = E * ith / 2, r1 = E * (ith + 1) / 2;
-        memcpy(s->x_alt + r0, xo + r0, (size_t)(r1 - r0) * sizeof *xo);
+        memcpy(c->x_out + r0, xo + r0, (size_t)(r1 - r0) * sizeof *xo);
     } else {
-        memcpy(xo, s->x, (size_t)E * sizeof *xo);
+        memcpy(xo, c->x_in, (size_t)E * sizeof *xo);
     }
     const bool f32 = tb_act_is_f32(c->wtype);
     float *xn = s->xn_own + ith * E;                              /* (n_embd) */
@@ -141,9 +153,8 @@ static void split_out(split_ctx *c, int ith, const tb_weight_t *sl, const float 
 /* Pass workers                                                           */
 /* ===================================================================== */
 
-static void split_attn_worker(void *arg, int ith, int nth) {
-    split_ctx *c = arg;
-    const void *xa = split_prologue(c, ith, nth);
+static void split_attn(split_ctx *c, int ith) {
+    const void *xa = split_prologue(c, ith);
     tb_session_t *s = c->s;
     const tb_layer_t *L = c->L;
     const tb_model_info_t *in = &s->m->info;
@@ -157,9 +168,8 @@ static void split_attn_worker(void *arg, int ith, int nth) {
     split_out(c, ith, L->wo_sl, s->att, g0 * gq, g1 * gq);
 }
 
-static void split_ffn_worker(void *arg, int ith, int nth) {
-    split_ctx *c = arg;
-    const void *xa = split_prologue(c, ith, nth);
+static void split_ffn(split_ctx *c, int ith) {
+    const void *xa = split_prologue(c, ith);
     tb_session_t *s = c->s;
     const tb_layer_t *L = c->L;
     const int64_t f0 = ith ? L->down_cut : 0, f1 = ith ? L->ffn_down.n_in : L->down_cut;
@@ -172,9 +182,8 @@ static void split_ffn_worker(void *arg, int ith, int nth) {
 /* R: the norm row (f32 for the router, quantized for the experts, each
  * thread its own) and this thread's half of the router logits (cut at a
  * 16-row unit). */
-static void split_router_worker(void *arg, int ith, int nth) {
-    split_ctx *c = arg;
-    split_prologue(c, ith, nth);
+static void split_router(split_ctx *c, int ith) {
+    split_prologue(c, ith);
     tb_session_t *s = c->s;
     const tb_weight_t *r = &c->L->router;
     const int64_t cut = r->n_out / 32 * 16;
@@ -182,10 +191,7 @@ static void split_router_worker(void *arg, int ith, int nth) {
 }
 
 /* E: this thread's experts on the row its R prologue quantized. */
-static void split_experts_worker(void *arg, int ith, int nth) {
-    split_ctx *c = arg;
-    assert(nth == 2);
-    (void)nth;
+static void split_experts(split_ctx *c, int ith) {
     tb_session_t *s = c->s;
     tb_moe_experts_half(s, c->L, (const uint8_t *)s->act_own + (size_t)ith * s->act_bytes, c->yout[ith], ith);
 }
@@ -198,21 +204,27 @@ bool tb_split_ok(const tb_session_t *s, const tb_layer_t *L, int32_t n) {
     return n == 1 && !s->prof_on && tb_pool_n_threads(s->pool) == 2 && L->wo_cut;
 }
 
-/* One split pass: the prologue folds x when outputs are pending, and then
- * x is the buffer it wrote (x_alt); `out`: the pass leaves two outputs to
- * fold (yout), else nothing is pending after it. */
-static void split_pass(tb_session_t *s, split_ctx *c, void (*fn)(void *, int, int), bool out) {
-    c->fold = s->fold_pending;
-    c->yin[0] = s->yp[0];
-    c->yin[1] = s->yp[1];
+size_t tb_split_plan_bytes(const tb_model_info_t *in) {
+    return (size_t)(in->n_expert > 0 ? 3 : 2) * (size_t)in->n_layer * sizeof(split_ctx);
+}
+
+/* Append one pass to the plan: what split_pass did around a pool run
+ * before, done ahead for the whole run: the prologue folds x when outputs
+ * are pending, and then x is the buffer it wrote (x_out); `out`: the pass
+ * leaves two outputs to fold (yout), else nothing is pending after it. */
+static void plan_pass(tb_session_t *s, split_ctx *c, const tb_layer_t *L, int32_t il, split_kind kind,
+                      const float *norm_w, tb_type_t wtype, bool out) {
+    *c = (split_ctx){.s = s, .L = L, .il = il, .kind = kind, .norm_w = norm_w, .wtype = wtype,
+                     .keep_xn = kind == PASS_ROUTER || kind == PASS_EXPERTS, .fold = s->fold_pending,
+                     .x_in = s->x, .x_out = s->x_alt, .yin = {s->yp[0], s->yp[1]}};
     const bool a = s->yp[0] == s->y;
     c->yout[0] = a ? s->y_b : s->y;
     c->yout[1] = a ? s->y2_b : s->y2;
     for (int k = 0; k < 2; k++) {
         atomic_init(&c->claim[k].next, 0);
         atomic_init(&c->own[k].ready, 0);
+        atomic_init(&c->fin[k].done, 0);
     }
-    tb_pool_run(s->pool, fn, c);
     if (c->fold) {
         float *t = s->x;
         s->x = s->x_alt;
@@ -225,21 +237,59 @@ static void split_pass(tb_session_t *s, split_ctx *c, void (*fn)(void *, int, in
     }
 }
 
-void tb_split_layer(tb_session_t *s, int32_t il) {
-    const tb_layer_t *L = &s->m->layers[il];
-    split_ctx c = {.s = s, .L = L, .il = il, .norm_w = L->attn_norm, .wtype = L->wq.type};
-    split_pass(s, &c, split_attn_worker, true);
-    c.norm_w = L->ffn_norm;
-    if (s->m->info.n_expert > 0) {
-        c.wtype = L->gate_exps.type;
-        c.keep_xn = true;
-        split_pass(s, &c, split_router_worker, false);
-        tb_moe_route(s, 1);
-        split_pass(s, &c, split_experts_worker, true);
-        return;
+typedef struct split_plan {
+    split_ctx *c;             /* (n) the passes in order */
+    int n;
+} split_plan;
+
+static void wait_fin(const split_ctx *c, int k) {
+    int spins = 0;
+    while (!atomic_load_explicit(&c->fin[k].done, memory_order_acquire)) tb_spin_wait(&spins);
+}
+
+/* Thread ith's side of every pass of the plan, in order. Before a pass
+ * it waits until the other thread is done with the one before (its fin
+ * flag): the join and wake of a pool run per pass took 2-3 us of each
+ * pass on the critical path, a flag each way takes one cache line
+ * transfer. After an R pass thread 0 routes (tb_moe_route) once the
+ * other's router rows are in, before it raises its own flag. */
+static void split_run(void *arg, int ith, int nth) {
+    const split_plan *P = arg;
+    assert(nth == 2);
+    (void)nth;
+    for (int p = 0; p < P->n; p++) {
+        split_ctx *c = &P->c[p];
+        if (p > 0) wait_fin(&P->c[p - 1], 1 - ith);
+        switch (c->kind) {
+        case PASS_ATTN: split_attn(c, ith); break;
+        case PASS_FFN: split_ffn(c, ith); break;
+        case PASS_ROUTER: split_router(c, ith); break;
+        case PASS_EXPERTS: split_experts(c, ith); break;
+        }
+        if (c->kind == PASS_ROUTER && ith == 0) {
+            wait_fin(c, 1);
+            tb_moe_route(c->s, 1);
+        }
+        atomic_store_explicit(&c->fin[ith].done, 1, memory_order_release);
     }
-    c.wtype = L->ffn_gate.type;
-    split_pass(s, &c, split_ffn_worker, true);
+}
+
+void tb_split_layers(tb_session_t *s, int32_t il0, int32_t il1) {
+    const tb_model_info_t *in = &s->m->info;
+    split_plan P = {.c = s->split_plan, .n = 0};
+    assert(il1 <= in->n_layer);
+    for (int32_t il = il0; il < il1; il++) {
+        const tb_layer_t *L = &s->m->layers[il];
+        plan_pass(s, &P.c[P.n++], L, il, PASS_ATTN, L->attn_norm, L->wq.type, true);
+        if (in->n_expert > 0) {
+            plan_pass(s, &P.c[P.n++], L, il, PASS_ROUTER, L->ffn_norm, L->gate_exps.type, false);
+            plan_pass(s, &P.c[P.n++], L, il, PASS_EXPERTS, L->ffn_norm, L->gate_exps.type, true);
+        } else {
+            plan_pass(s, &P.c[P.n++], L, il, PASS_FFN, L->ffn_norm, L->ffn_gate.type, true);
+        }
+    }
+    assert((size_t)P.n * sizeof(split_ctx) <= tb_split_plan_bytes(in));
+    tb_pool_run(s->pool, split_run, &P);
 }
 
 void tb_split_settle(tb_session_t *s) {
