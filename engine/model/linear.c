@@ -65,6 +65,8 @@ void tb_lin_pro_items_run(const tb_lin_pro_t *p, int64_t i0, int64_t i1) {
     const int64_t ce = pro_chunk(p), nc = p->n_in / ce;
     const tb_from_float_fn quant = p->q ? tb_kernels()->t[p->wtype].quantize_act : NULL;
     const tb_swiglu_fn swiglu = tb_op_swiglu_for(tb_kernels()->isa);
+    const tb_rms_inv_fn rms_inv = tb_op_rms_inv_for(tb_kernels()->isa);
+    const tb_norm_mul_fn norm_mul = tb_op_norm_mul_for(tb_kernels()->isa);
     const size_t cb = p->q ? tb_act_row_bytes(p->wtype, ce) : 0;   /* bytes per chunk */
     assert(ce <= 256 && (p->kind != TB_PRO_NORM || p->xn || p->q));
     pro_prefetch(p, i0, i1, ce, nc);
@@ -76,10 +78,9 @@ void tb_lin_pro_items_run(const tb_lin_pro_t *p, int64_t i0, int64_t i1) {
         float *x = p->x + t * p->ld + c0;                          /* (ce) */
         const float *src = x;
         if (p->kind == TB_PRO_NORM) {
-            if (t != t_rms) { r = tb_op_rms_inv(p->x + t * p->ld, p->n_in, p->eps); t_rms = t; }
+            if (t != t_rms) { r = rms_inv(p->x + t * p->ld, p->n_in, p->eps); t_rms = t; }
             float *xn = p->xn ? p->xn + t * p->ld + c0 : nbuf;     /* (ce) */
-            const float *w = p->w + c0;
-            for (int64_t i = 0; i < ce; i++) xn[i] = x[i] * r * w[i];
+            norm_mul(xn, x, r, p->w + c0, ce);
             src = xn;
         } else if (p->kind == TB_PRO_SWIGLU) {
             swiglu(x, p->u + t * p->ld + c0, ce, p->clamp);

@@ -22,6 +22,7 @@
 #ifndef TB_MODEL_H
 #define TB_MODEL_H
 
+#include <math.h>
 #include "internal.h"
 
 #include <stdatomic.h>
@@ -108,10 +109,29 @@ void tb_op_rope(float *x, const float *cs, const float *sn, int n_rot, bool neox
 /* In-place softmax of x * scale over n values (scale > 0; f32,
  * max-subtracted, sum in 8 fixed partial sums). */
 void tb_op_softmax(float *x, int n, float scale);
-/* 1 / sqrt(mean(x^2) + eps) of n values, the sum of squares in double (8
- * fixed partial sums, combined in a fixed order): the same value on every
- * thread, vectorisable. */
+/* 1 / sqrt(mean(x^2) + eps) of n values, the sum of squares in double:
+ * element i into partial sum i % TB_RMS_SUMS, the sums combined by
+ * tb_rms_finish's fixed tree. The same value on every thread and tier
+ * (the AVX-512 twin keeps the order: 4 independent 8-lane chains, where 8
+ * partial sums were one chain of n / 8 dependent adds, 0.65 us of every
+ * 2048-wide prologue on this VM). */
+#define TB_RMS_SUMS 32
 float tb_op_rms_inv(const float *x, int64_t n, float eps);
+static inline float tb_rms_finish(const double *ss, int64_t n, float eps) {
+    double t[8];
+    for (int k = 0; k < 8; k++) t[k] = (ss[k] + ss[k + 8]) + (ss[k + 16] + ss[k + 24]);
+    const double sum = ((t[0] + t[1]) + (t[2] + t[3])) + ((t[4] + t[5]) + (t[6] + t[7]));
+    return (float)(1.0 / sqrt(sum / (double)n + (double)eps));
+}
+/* y = (x * r) * w, n elements (y may alias x): RMSNorm's scaling. */
+void tb_op_norm_mul(float *y, const float *x, float r, const float *w, int64_t n);
+/* The twins of a kernel tier (ops_x86.c; the same bits); _for picks one. */
+typedef float (*tb_rms_inv_fn)(const float *x, int64_t n, float eps);
+typedef void (*tb_norm_mul_fn)(float *y, const float *x, float r, const float *w, int64_t n);
+float tb_op_rms_inv_avx512(const float *x, int64_t n, float eps);
+void tb_op_norm_mul_avx512(float *y, const float *x, float r, const float *w, int64_t n);
+tb_rms_inv_fn tb_op_rms_inv_for(tb_isa_t isa);
+tb_norm_mul_fn tb_op_norm_mul_for(tb_isa_t isa);
 
 /* Branch-free c ? a : b on float bits (keeps loops vectorisable). */
 static inline float tb_op_sel(bool c, float a, float b) {

@@ -9,20 +9,38 @@
 #include <math.h>
 
 float tb_op_rms_inv(const float *x, int64_t n, float eps) {
-    double ss[8] = {0};
+    double ss[TB_RMS_SUMS] = {0};
     int64_t i = 0;
-    for (; i + 8 <= n; i += 8)
-        for (int k = 0; k < 8; k++) ss[k] += (double)x[i + k] * x[i + k];
-    for (; i < n; i++) ss[i % 8] += (double)x[i] * x[i];
-    const double sum = ((ss[0] + ss[1]) + (ss[2] + ss[3])) + ((ss[4] + ss[5]) + (ss[6] + ss[7]));
-    return (float)(1.0 / sqrt(sum / (double)n + (double)eps));
+    for (; i + TB_RMS_SUMS <= n; i += TB_RMS_SUMS)
+        for (int k = 0; k < TB_RMS_SUMS; k++) ss[k] += (double)x[i + k] * x[i + k];
+    for (; i < n; i++) ss[i % TB_RMS_SUMS] += (double)x[i] * x[i];
+    return tb_rms_finish(ss, n, eps);
+}
+
+void tb_op_norm_mul(float *y, const float *x, float r, const float *w, int64_t n) {
+    for (int64_t i = 0; i < n; i++) y[i] = x[i] * r * w[i];
+}
+
+tb_rms_inv_fn tb_op_rms_inv_for(tb_isa_t isa) {
+#if defined(__x86_64__) && defined(__GNUC__)
+    if (isa == TB_ISA_AVX512) return tb_op_rms_inv_avx512;
+#endif
+    (void)isa;
+    return tb_op_rms_inv;
+}
+
+tb_norm_mul_fn tb_op_norm_mul_for(tb_isa_t isa) {
+#if defined(__x86_64__) && defined(__GNUC__)
+    if (isa == TB_ISA_AVX512) return tb_op_norm_mul_avx512;
+#endif
+    (void)isa;
+    return tb_op_norm_mul;
 }
 
 /* y = x * w / sqrt(mean(x^2) + eps), the row's sum of squares as in
  * tb_op_rms_inv. */
 void tb_op_rmsnorm(float *y, const float *x, const float *w, int n, float eps) {
-    const float r = tb_op_rms_inv(x, n, eps);
-    for (int i = 0; i < n; i++) y[i] = x[i] * r * w[i];
+    tb_op_norm_mul(y, x, tb_op_rms_inv(x, n, eps), w, n);
 }
 
 /* cs[i], sn[i] = cos/sin(pos * base^(-2i/n_rot)), angles in double so long

@@ -33,6 +33,41 @@ T512 void tb_op_swiglu_avx512(float *x, const float *u, int64_t n, float c) {
     }
 }
 
+/* tb_op_rms_inv's partial sums ss[8 j + k] in lane k of a[j]: the squares
+ * are exact in double, so fma(v, v, a) is the spec's a + v * v; lanes past
+ * n load 0 and add +0, which leaves a sum of squares as it is. */
+T512 float tb_op_rms_inv_avx512(const float *x, int64_t n, float eps) {
+    _Static_assert(TB_RMS_SUMS == 32, "4 chains of 8 doubles");
+    __m512d a[4] = {_mm512_setzero_pd(), _mm512_setzero_pd(), _mm512_setzero_pd(), _mm512_setzero_pd()};
+    int64_t i = 0;
+    for (; i + 32 <= n; i += 32)
+        for (int j = 0; j < 4; j++) {
+            const __m512d v = _mm512_cvtps_pd(_mm256_loadu_ps(x + i + 8 * j));
+            a[j] = _mm512_fmadd_pd(v, v, a[j]);
+        }
+    for (int j = 0; j < 4 && i + 8 * j < n; j++) {
+        const int64_t rem = n - i - 8 * j;
+        const __mmask8 m = rem >= 8 ? (__mmask8)0xff : (__mmask8)((1u << rem) - 1);
+        const __m512d v = _mm512_cvtps_pd(_mm256_maskz_loadu_ps(m, x + i + 8 * j));
+        a[j] = _mm512_fmadd_pd(v, v, a[j]);
+    }
+    double ss[32];
+    for (int j = 0; j < 4; j++) _mm512_storeu_pd(ss + 8 * j, a[j]);
+    return tb_rms_finish(ss, n, eps);
+}
+
+T512 void tb_op_norm_mul_avx512(float *y, const float *x, float r, const float *w, int64_t n) {
+    const __m512 rv = _mm512_set1_ps(r);
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16)
+        _mm512_storeu_ps(y + i, _mm512_mul_ps(_mm512_mul_ps(_mm512_loadu_ps(x + i), rv), _mm512_loadu_ps(w + i)));
+    if (i < n) {
+        const __mmask16 m = mask16((int)(n - i));
+        const __m512 v = _mm512_mul_ps(_mm512_mul_ps(_mm512_maskz_loadu_ps(m, x + i), rv), _mm512_maskz_loadu_ps(m, w + i));
+        _mm512_mask_storeu_ps(y + i, m, v);
+    }
+}
+
 /* The same on 8 lanes. */
 T256 INLINE __m256 swiglu8(__m256 g, __m256 u, __m256 c, __m256 nc, bool clamp) {
     if (clamp) {

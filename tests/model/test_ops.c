@@ -94,6 +94,37 @@ static void test_swiglu_tiers(void **st) {
     }
 }
 
+/* The tiers' RMSNorm twins against the C spec, bit for bit: tb_op_rms_inv
+ * on lengths with every tail (0..31 past a multiple of 32), tb_op_norm_mul
+ * with the 16 floats after n left alone. (A sum of squares added in
+ * another order rarely moves the float result: this catches a lost or
+ * doubled element, and any change of order in the scaling.) */
+static void test_rms_tiers(void **st) {
+    (void)st;
+    enum { N = 2100 };
+    static float x[N + 16], w[N + 16], want[N + 16], got[N + 16];
+    for (int isa = TB_ISA_REF; isa <= TB_ISA_NEON; isa++) {
+        if (!tb_kernels_for((tb_isa_t)isa)) continue;
+        const tb_rms_inv_fn rms = tb_op_rms_inv_for((tb_isa_t)isa);
+        const tb_norm_mul_fn mul = tb_op_norm_mul_for((tb_isa_t)isa);
+        for (int round = 0; round < 72; round++) {
+            const int n = round < 64 ? round + 1 : N - 3 * round;   /* 1..64 and long odd ones */
+            for (int i = 0; i < N + 16; i++) {
+                x[i] = urand(-50.0f, 50.0f) * (i % 13 == 4 ? 1e-3f : 1.0f);
+                w[i] = urand(-2.0f, 2.0f);
+            }
+            const float r = tb_op_rms_inv(x, n, 1e-5f), rt = rms(x, n, 1e-5f);
+            assert_memory_equal(&r, &rt, sizeof r);
+            memcpy(want, x, sizeof want);
+            tb_op_norm_mul(want, x, r, w, n);
+            memcpy(got, x, sizeof got);
+            mul(got, x, r, w, n);
+            assert_memory_equal(want, got, sizeof got);
+            assert_memory_equal(got + n, x + n, 16 * sizeof(float));
+        }
+    }
+}
+
 static void test_softmax(void **st) {
     (void)st;
     const int lens[] = {1, 2, 7, 8, 9, 100, 513};
@@ -302,6 +333,7 @@ int main(void) {
         cmocka_unit_test(test_softmax),
         cmocka_unit_test(test_swiglu_tiers),
         cmocka_unit_test(test_rms_inv),
+        cmocka_unit_test(test_rms_tiers),
         cmocka_unit_test(test_f16),
         cmocka_unit_test(test_prologue_norm),
         cmocka_unit_test(test_prologue_swiglu),
