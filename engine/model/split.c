@@ -66,7 +66,7 @@ typedef struct split_ctx {
     struct { _Alignas(64) _Atomic int done; } fin[2];
 } split_ctx;
 
-#define SPLIT_CHUNK 128           /* output rows per claim */
+#define SPLIT_CHUNK 128           /* output rows per claim, at least */
 
 /* ===================================================================== */
 /* Pieces                                                                 */
@@ -106,14 +106,24 @@ static void split_rows(const tb_weight_t *w, const void *a, float *y, int64_t r0
     tb_lin_rows(&j, r0, r1);
 }
 
-/* Rows of slice sl[k] over act[k] into yout[k], claimed SPLIT_CHUNK at a
- * time until none is left. */
+/* Rows of slice sl[k] over act[k] into yout[k], claimed a quarter of
+ * what is left at a time (16-row units, SPLIT_CHUNK at least) until none
+ * is left: the owner's first claims are long, so a slice of 2048 rows is
+ * 9 kernel calls, not 16, and the other thread still finds short ones at
+ * the end. (Paired against fixed chunks of 128: llama-1b TQ2_0 88.3 ->
+ * 89.6 %, TQ1_0 78.9 -> 80.9 % of roofline in the high state, Q4_0 93.1
+ * both.) */
 static void split_claim_rows(split_ctx *c, const tb_weight_t *sl, int k) {
     const tb_weight_t *w = &sl[k];
-    for (;;) {
-        const int64_t r0 = atomic_fetch_add_explicit(&c->claim[k].next, SPLIT_CHUNK, memory_order_relaxed);
-        if (r0 >= w->n_out) return;
-        split_rows(w, c->own[k].act, c->yout[k], r0, TB_MIN(r0 + SPLIT_CHUNK, w->n_out));
+    const int64_t n = w->n_out;
+    int64_t r0 = atomic_load_explicit(&c->claim[k].next, memory_order_relaxed);
+    while (r0 < n) {
+        const int64_t r1 = TB_MIN(n, r0 + TB_MAX(SPLIT_CHUNK, (n - r0) / 4 / 16 * 16));
+        if (!atomic_compare_exchange_weak_explicit(&c->claim[k].next, &r0, r1, memory_order_relaxed,
+                                                   memory_order_relaxed))
+            continue;
+        split_rows(w, c->own[k].act, c->yout[k], r0, r1);
+        r0 = atomic_load_explicit(&c->claim[k].next, memory_order_relaxed);
     }
 }
 
