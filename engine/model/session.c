@@ -99,7 +99,6 @@ static int alloc_buffers(tb_session_t *s) {
     s->act_own = salloc(s, 2 * s->act_bytes, &fail);
     s->x_own = salloc(s, 2 * E * f, &fail);
     s->xn_own = salloc(s, 2 * E * f, &fail);
-    s->x_alt = salloc(s, nb * E * f, &fail);
     s->y_b = salloc(s, E * f, &fail);
     s->y2_b = salloc(s, E * f, &fail);
     s->split_plan = salloc(s, tb_split_plan_bytes(in), &fail);
@@ -181,7 +180,7 @@ void tb_session_free(tb_session_t *s) {
     tb_pool_free(s->pool);
     tb_huge_free(s->kv_arena);
     free(s->kv);
-    void *bufs[] = {s->x, s->xn, s->y, s->y2, s->act_own, s->x_own, s->xn_own, s->x_alt, s->y_b, s->y2_b, s->split_plan,
+    void *bufs[] = {s->x, s->xn, s->y, s->y2, s->act_own, s->x_own, s->xn_own, s->y_b, s->y2_b, s->split_plan,
                     s->q, s->k, s->v, s->att, s->act, s->act2, s->ff_g, s->ff_u, s->rope_cs, s->rope_sn,
                     s->scores, s->jobs, s->sched, s->router, s->sel, s->sel_w, s->row_of, s->tok_of, s->exp_off, s->xg, s->eg,
                     s->eu, s->hq, s->ed, s->logits, s->clk.t};

@@ -46,9 +46,8 @@ struct tb_session {
     float *y;                        /* (nb, n_embd) block output         */
     float *y2;                       /* (nb, n_embd) second column slice's output */
     void *act_own;                   /* (2, act_bytes) split decode: each thread's own norm row */
-    float *x_own;                    /* (2, n_embd) split decode: each thread's folded x      */
+    float *x_own;                    /* (2, n_embd) split decode: each thread's own copy of x */
     float *xn_own;                   /* (2, n_embd) split decode: each thread's f32 norm row */
-    float *x_alt;                    /* (nb, n_embd) the residual stream's other buffer       */
     float *y_b, *y2_b;               /* (n_embd) each: the split decode's second output pair   */
     bool fold_pending;               /* x is short of (+ yp[0]) + yp[1] (split decode)         */
     float *yp[2];                    /* the pending pair: y, y2 or y_b, y2_b                   */

@@ -50,9 +50,8 @@ typedef struct split_ctx {
     const float *norm_w;      /* this pass's RMSNorm weight        */
     tb_type_t wtype;          /* the format its activation feeds   */
     bool keep_xn;             /* the norm row is also kept in f32 (xn_own) */
-    bool fold;                /* x_in is short of (+ yin[0]) + yin[1] */
-    float *x_in;              /* x during the pass (the residual stream)          */
-    float *x_out;             /* x after it when fold: the prologue writes its half */
+    bool first;               /* the run's first pass: x comes from s->x */
+    bool fold;                /* x is short of (+ yin[0]) + yin[1] */
     float *yin[2];            /* the previous pass's outputs (read in the prologue) */
     float *yout[2];           /* this pass's: the other pair, as the other thread may
                                  still be reading yin while this one writes           */
@@ -73,23 +72,24 @@ typedef struct split_ctx {
 /* ===================================================================== */
 
 /* The pass's prologue, on each thread for itself (no waiting, no shared
- * activation): x' = fold(x) into this thread's x_own (its half also into
- * x_alt, which becomes x after the pass), then RMSNorm and quantization of
- * x' into its own activation row (f32 activations: RMSNorm into its own
+ * activation): each thread keeps its own copy of x in x_own (from s->x at
+ * the run's first pass), folds the previous pass's outputs into it in
+ * place (both copies get the same bits), then RMSNorm and quantization of
+ * it into its own activation row (f32 activations: RMSNorm into its own
  * xn_own row), by the same item code as the shared prologue, so the same
- * bytes. Returns that row. */
+ * bytes. Returns that row. (A shared x, each thread writing its half, cost
+ * each prologue the other half's lines from the other core.) */
 static const void *split_prologue(split_ctx *c, int ith) {
     tb_session_t *s = c->s;
     const tb_model_info_t *in = &s->m->info;
     const int64_t E = in->n_embd;
     float *xo = s->x_own + ith * E;                               /* (n_embd) */
-    if (c->fold) {
-        tb_fold_rows(xo, c->x_in, c->yin[0], c->yin[1], 0, E);
-        const int64_t r0 = E * ith / 2, r1 = E * (ith + 1) / 2;
-        memcpy(c->x_out + r0, xo + r0, (size_t)(r1 - r0) * sizeof *xo);
-    } else {
-        memcpy(xo, c->x_in, (size_t)E * sizeof *xo);
-    }
+    if (c->first && c->fold)
+        tb_fold_rows(xo, s->x, c->yin[0], c->yin[1], 0, E);
+    else if (c->first)
+        memcpy(xo, s->x, (size_t)E * sizeof *xo);
+    else if (c->fold)
+        tb_fold_rows(xo, xo, c->yin[0], c->yin[1], 0, E);   /* in place: xo is this thread's x */
     const bool f32 = tb_act_is_f32(c->wtype);
     float *xn = s->xn_own + ith * E;                              /* (n_embd) */
     void *a = (uint8_t *)s->act_own + (size_t)ith * s->act_bytes;
@@ -218,15 +218,15 @@ size_t tb_split_plan_bytes(const tb_model_info_t *in) {
     return (size_t)(in->n_expert > 0 ? 3 : 2) * (size_t)in->n_layer * sizeof(split_ctx);
 }
 
-/* Append one pass to the plan: what split_pass did around a pool run
- * before, done ahead for the whole run: the prologue folds x when outputs
- * are pending, and then x is the buffer it wrote (x_out); `out`: the pass
- * leaves two outputs to fold (yout), else nothing is pending after it. */
-static void plan_pass(tb_session_t *s, split_ctx *c, const tb_layer_t *L, int32_t il, split_kind kind,
-                      const float *norm_w, tb_type_t wtype, bool out) {
-    *c = (split_ctx){.s = s, .L = L, .il = il, .kind = kind, .norm_w = norm_w, .wtype = wtype,
+/* Append one pass to the plan and move the session's pending outputs past
+ * it, as if it had run: the prologue folds them into x when there are
+ * some; `out`: the pass leaves two outputs to fold (yout), else nothing is
+ * pending after it. */
+static void plan_pass(tb_session_t *s, split_ctx *c, bool first, const tb_layer_t *L, int32_t il,
+                      split_kind kind, const float *norm_w, tb_type_t wtype, bool out) {
+    *c = (split_ctx){.s = s, .L = L, .il = il, .kind = kind, .first = first, .norm_w = norm_w, .wtype = wtype,
                      .keep_xn = kind == PASS_ROUTER || kind == PASS_EXPERTS, .fold = s->fold_pending,
-                     .x_in = s->x, .x_out = s->x_alt, .yin = {s->yp[0], s->yp[1]}};
+                     .yin = {s->yp[0], s->yp[1]}};
     const bool a = s->yp[0] == s->y;
     c->yout[0] = a ? s->y_b : s->y;
     c->yout[1] = a ? s->y2_b : s->y2;
@@ -234,11 +234,6 @@ static void plan_pass(tb_session_t *s, split_ctx *c, const tb_layer_t *L, int32_
         atomic_init(&c->claim[k].next, 0);
         atomic_init(&c->own[k].ready, 0);
         atomic_init(&c->fin[k].done, 0);
-    }
-    if (c->fold) {
-        float *t = s->x;
-        s->x = s->x_alt;
-        s->x_alt = t;
     }
     s->fold_pending = out;
     if (out) {
@@ -259,10 +254,13 @@ static void wait_fin(const split_ctx *c, int k) {
 
 /* Thread ith's side of every pass of the plan, in order. Before a pass
  * it waits until the other thread is done with the one before (its fin
- * flag): the join and wake of a pool run per pass took 2-3 us of each
- * pass on the critical path, a flag each way takes one cache line
- * transfer. After an R pass thread 0 routes (tb_moe_route) once the
- * other's router rows are in, before it raises its own flag. */
+ * flag), which is all the pool's join and wake gave: those took 2-3 us of
+ * every pass on its critical path (rdtsc in a /tmp copy, llama-1b TQ2_0,
+ * two-chiplet state: the worker entered 0.6-1.4 us after the caller's
+ * start, and 1.45 us passed between a pass's end and the next start), a
+ * flag each way is one cache-line transfer. After an R pass thread 0
+ * routes (tb_moe_route) once the other's router rows are in, before it
+ * raises its own flag. */
 static void split_run(void *arg, int ith, int nth) {
     const split_plan *P = arg;
     assert(nth == 2);
@@ -290,16 +288,20 @@ void tb_split_layers(tb_session_t *s, int32_t il0, int32_t il1) {
     assert(il1 <= in->n_layer);
     for (int32_t il = il0; il < il1; il++) {
         const tb_layer_t *L = &s->m->layers[il];
-        plan_pass(s, &P.c[P.n++], L, il, PASS_ATTN, L->attn_norm, L->wq.type, true);
+        plan_pass(s, &P.c[P.n], P.n == 0, L, il, PASS_ATTN, L->attn_norm, L->wq.type, true);
+        P.n++;
         if (in->n_expert > 0) {
-            plan_pass(s, &P.c[P.n++], L, il, PASS_ROUTER, L->ffn_norm, L->gate_exps.type, false);
-            plan_pass(s, &P.c[P.n++], L, il, PASS_EXPERTS, L->ffn_norm, L->gate_exps.type, true);
+            plan_pass(s, &P.c[P.n++], false, L, il, PASS_ROUTER, L->ffn_norm, L->gate_exps.type, false);
+            plan_pass(s, &P.c[P.n++], false, L, il, PASS_EXPERTS, L->ffn_norm, L->gate_exps.type, true);
         } else {
-            plan_pass(s, &P.c[P.n++], L, il, PASS_FFN, L->ffn_norm, L->ffn_gate.type, true);
+            plan_pass(s, &P.c[P.n++], false, L, il, PASS_FFN, L->ffn_norm, L->ffn_gate.type, true);
         }
     }
     assert((size_t)P.n * sizeof(split_ctx) <= tb_split_plan_bytes(in));
     tb_pool_run(s->pool, split_run, &P);
+    /* x as of the last prologue (both threads hold it; the last outputs
+     * stay pending) */
+    memcpy(s->x, s->x_own, (size_t)in->n_embd * sizeof *s->x);
 }
 
 void tb_split_settle(tb_session_t *s) {
