@@ -50,7 +50,6 @@ typedef struct split_ctx {
     const float *norm_w;      /* this pass's RMSNorm weight        */
     tb_type_t wtype;          /* the format its activation feeds   */
     bool keep_xn;             /* the norm row is also kept in f32 (xn_own) */
-    bool first;               /* the run's first pass: x comes from s->x */
     bool fold;                /* x is short of (+ yin[0]) + yin[1] */
     float *yin[2];            /* the previous pass's outputs (read in the prologue) */
     float *yout[2];           /* this pass's: the other pair, as the other thread may
@@ -73,7 +72,7 @@ typedef struct split_ctx {
 
 /* The pass's prologue, on each thread for itself (no waiting, no shared
  * activation): each thread keeps its own copy of x in x_own (from s->x at
- * the run's first pass), folds the previous pass's outputs into it in
+ * the start of the run, split_run), folds the previous pass's outputs into it in
  * place (both copies get the same bits), then RMSNorm and quantization of
  * it into its own activation row (f32 activations: RMSNorm into its own
  * xn_own row), by the same item code as the shared prologue, so the same
@@ -84,12 +83,7 @@ static const void *split_prologue(split_ctx *c, int ith) {
     const tb_model_info_t *in = &s->m->info;
     const int64_t E = in->n_embd;
     float *xo = s->x_own + ith * E;                               /* (n_embd) */
-    if (c->first && c->fold)
-        tb_fold_rows(xo, s->x, c->yin[0], c->yin[1], 0, E);
-    else if (c->first)
-        memcpy(xo, s->x, (size_t)E * sizeof *xo);
-    else if (c->fold)
-        tb_fold_rows(xo, xo, c->yin[0], c->yin[1], 0, E);   /* in place: xo is this thread's x */
+    if (c->fold) tb_fold_rows(xo, xo, c->yin[0], c->yin[1], 0, E);   /* in place: xo is this thread's x */
     const bool f32 = tb_act_is_f32(c->wtype);
     float *xn = s->xn_own + ith * E;                              /* (n_embd) */
     void *a = (uint8_t *)s->act_own + (size_t)ith * s->act_bytes;
@@ -222,10 +216,10 @@ size_t tb_split_plan_bytes(const tb_model_info_t *in) {
  * it, as if it had run: the prologue folds them into x when there are
  * some; `out`: the pass leaves two outputs to fold (yout), else nothing is
  * pending after it. */
-static void plan_pass(tb_session_t *s, split_ctx *c, bool first, const tb_layer_t *L, int32_t il,
-                      split_kind kind, const float *norm_w, tb_type_t wtype, bool out) {
-    *c = (split_ctx){.s = s, .L = L, .il = il, .kind = kind, .first = first, .norm_w = norm_w, .wtype = wtype,
-                     .keep_xn = kind == PASS_ROUTER || kind == PASS_EXPERTS, .fold = s->fold_pending,
+static void plan_pass(tb_session_t *s, split_ctx *c, const tb_layer_t *L, int32_t il, split_kind kind,
+                      const float *norm_w, tb_type_t wtype, bool out) {
+    *c = (split_ctx){.s = s, .L = L, .il = il, .kind = kind, .norm_w = norm_w, .wtype = wtype,
+                     .keep_xn = kind == PASS_ROUTER, .fold = s->fold_pending,
                      .yin = {s->yp[0], s->yp[1]}};
     const bool a = s->yp[0] == s->y;
     c->yout[0] = a ? s->y_b : s->y;
@@ -265,6 +259,9 @@ static void split_run(void *arg, int ith, int nth) {
     const split_plan *P = arg;
     assert(nth == 2);
     (void)nth;
+    tb_session_t *s = P->c[0].s;
+    const int64_t E = s->m->info.n_embd;
+    memcpy(s->x_own + ith * E, s->x, (size_t)E * sizeof *s->x);   /* this thread's x */
     for (int p = 0; p < P->n; p++) {
         split_ctx *c = &P->c[p];
         if (p > 0) wait_fin(&P->c[p - 1], 1 - ith);
@@ -288,13 +285,12 @@ void tb_split_layers(tb_session_t *s, int32_t il0, int32_t il1) {
     assert(il1 <= in->n_layer);
     for (int32_t il = il0; il < il1; il++) {
         const tb_layer_t *L = &s->m->layers[il];
-        plan_pass(s, &P.c[P.n], P.n == 0, L, il, PASS_ATTN, L->attn_norm, L->wq.type, true);
-        P.n++;
+        plan_pass(s, &P.c[P.n++], L, il, PASS_ATTN, L->attn_norm, L->wq.type, true);
         if (in->n_expert > 0) {
-            plan_pass(s, &P.c[P.n++], false, L, il, PASS_ROUTER, L->ffn_norm, L->gate_exps.type, false);
-            plan_pass(s, &P.c[P.n++], false, L, il, PASS_EXPERTS, L->ffn_norm, L->gate_exps.type, true);
+            plan_pass(s, &P.c[P.n++], L, il, PASS_ROUTER, L->ffn_norm, L->gate_exps.type, false);
+            plan_pass(s, &P.c[P.n++], L, il, PASS_EXPERTS, L->ffn_norm, L->gate_exps.type, true);
         } else {
-            plan_pass(s, &P.c[P.n++], false, L, il, PASS_FFN, L->ffn_norm, L->ffn_gate.type, true);
+            plan_pass(s, &P.c[P.n++], L, il, PASS_FFN, L->ffn_norm, L->ffn_gate.type, true);
         }
     }
     assert((size_t)P.n * sizeof(split_ctx) <= tb_split_plan_bytes(in));
