@@ -146,6 +146,15 @@ void th_prompt(int32_t *ids, int n, int n_vocab, uint32_t seed) {
     }
 }
 
+int th_sessions_1_2(const tb_model_t *m, tb_session_params_t sp, tb_session_t **s1, tb_session_t **s2) {
+    *s2 = NULL;
+    sp.n_threads = 1;
+    int rc = tb_session_new(m, &sp, s1);
+    if (rc) return rc;
+    sp.n_threads = 2;
+    return tb_session_new(m, &sp, s2);
+}
+
 int th_load_split(const char *preset, int type, tb_model_t **m) {
     char path[512];
     tb_model_info_t in;

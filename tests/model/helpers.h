@@ -51,6 +51,10 @@ int th_greedy(const tb_model_t *m, int n_threads, int n_batch, tb_type_t kv,
  * Returns 0, or -1 with the reason on stderr. */
 int th_load_split(const char *preset, int type, tb_model_t **m);
 
+/* Two sessions on m with the params sp: *s1 on 1 thread, *s2 on 2 (the
+ * split decode's pair to compare). Returns the first failing rc. */
+int th_sessions_1_2(const tb_model_t *m, tb_session_params_t sp, tb_session_t **s1, tb_session_t **s2);
+
 /* A deterministic pseudo-random prompt of n ids in [0, n_vocab). */
 void th_prompt(int32_t *ids, int n, int n_vocab, uint32_t seed);
 

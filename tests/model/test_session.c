@@ -108,10 +108,8 @@ static void split_decode_equal(const char *preset, int type) {
     sp.n_ctx = 48;
     sp.n_batch = 9;
     tb_session_t *s1, *s2, *sp2;
-    sp.n_threads = 1;
-    assert_int_equal(tb_session_new(m, &sp, &s1), TB_OK);
+    assert_int_equal(th_sessions_1_2(m, sp, &s1, &s2), TB_OK);
     sp.n_threads = 2;
-    assert_int_equal(tb_session_new(m, &sp, &s2), TB_OK);
     assert_int_equal(tb_session_new(m, &sp, &sp2), TB_OK);
     assert_int_equal(tb_session_eval(sp2, ids, n, true), TB_OK);
     for (int t = 0; t < n; t++) {

@@ -34,10 +34,7 @@ static void yield_decode_equal(const char *preset, int type) {
     tb_session_params_t sp = tb_session_default_params();
     sp.n_ctx = 40;
     tb_session_t *s1, *s2;
-    sp.n_threads = 1;
-    assert_int_equal(tb_session_new(m, &sp, &s1), TB_OK);
-    sp.n_threads = 2;
-    assert_int_equal(tb_session_new(m, &sp, &s2), TB_OK);
+    assert_int_equal(th_sessions_1_2(m, sp, &s1, &s2), TB_OK);
     s2->split_yield = true;
     for (int t = 0; t < n; t++) {
         assert_int_equal(tb_session_eval(s1, &ids[t], 1, false), TB_OK);
