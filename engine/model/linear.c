@@ -138,15 +138,31 @@ int64_t tb_lin_cut_units(const tb_lin_job_t *jobs, int n_jobs, int k, int nth) {
     return u + r / ROW_ALIGN;
 }
 
-void tb_lin_rows(const tb_lin_job_t *J, int64_t r0, int64_t r1) {
-    if (r0 >= r1) return;
+/* Rows [r0, r1) of J's matrix, all in one half when it has two (the
+ * second half is matrix 1 of a two-matrix stack of half_rows each, both
+ * in the file and in a repacked copy, model.c). */
+static void lin_piece(const tb_lin_job_t *J, int64_t r0, int64_t r1) {
     const tb_type_kernels_t *k = &tb_kernels()->t[J->w->type];
     const uint8_t *W = (const uint8_t *)J->w->data + J->mat * J->w->mat_bytes;
+    const int64_t h = J->w->half_rows && r0 >= J->w->half_rows ? J->w->half_rows : 0;
+    assert(!J->w->half_rows || (J->w->n_mat == 1 && (r1 <= J->w->half_rows || h)));
+    W += (size_t)h * J->w->row_bytes;
     if (J->n_tok == 1)
-        k->matvec(W, J->w->row_bytes, J->a, J->y, r0, r1, J->w->n_in);
+        k->matvec(W, J->w->row_bytes, J->a, J->y + h, r0 - h, r1 - h, J->w->n_in);
     else
-        k->gemm(W, J->w->row_bytes, J->a, J->a_stride, J->n_tok, J->y, J->ldy, r0, r1,
+        k->gemm(W, J->w->row_bytes, J->a, J->a_stride, J->n_tok, J->y + h, J->ldy, r0 - h, r1 - h,
                 J->w->n_in);
+}
+
+void tb_lin_rows(const tb_lin_job_t *J, int64_t r0, int64_t r1) {
+    if (r0 >= r1) return;
+    const int64_t h = J->w->half_rows;
+    if (h && r0 < h && h < r1) {
+        lin_piece(J, r0, h);
+        lin_piece(J, h, r1);
+    } else {
+        lin_piece(J, r0, r1);
+    }
     if (J->acc)
         for (int64_t t = 0; t < J->n_tok; t++) {
             float *acc = J->acc + t * J->ldy;      /* (ldy) */

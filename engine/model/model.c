@@ -303,6 +303,13 @@ static void split_columns(tb_model_t *m) {
         L->down_cut = dc;
         slice_view(&L->wo, wc, L->wo_sl);
         if (dc) slice_view(&L->ffn_down, dc, L->down_sl);
+        /* each thread's rows of Q, K, V (its kv heads) and of gate and up
+         * (down's slice): halves, placed next to its slice (place_weights) */
+        L->wq.half_rows = L->wq.n_out / 2;
+        L->wk.half_rows = L->wk.n_out / 2;
+        L->wv.half_rows = L->wv.n_out / 2;
+        if (dc && 2 * dc == L->ffn_gate.n_out && L->ffn_up.n_out == L->ffn_gate.n_out)
+            L->ffn_gate.half_rows = L->ffn_up.half_rows = dc;
         m->info.split_layers++;
     }
 }
@@ -349,10 +356,37 @@ static int expert_group(tb_model_t *m, tb_weight_t *const *w, const size_t *sz, 
     return down ? 3 : 2;
 }
 
-/* One region of the arena: a weight, or an expert group, and where it goes. */
+/* How many of w[i], w[i+1], ... form one split group: a split layer's
+ * Q, K, V and Wo's two slices (5), or its dense gate, up and down's two
+ * slices (4), all repacked, each half and slice a 64-byte multiple; else
+ * 0. A group is placed thread by thread, Q_0 K_0 V_0 Wo_0 then Q_1 K_1
+ * V_1 Wo_1 (gate_0 up_0 down_0 then gate_1 up_1 down_1; _0: the first
+ * half's rows, or slice 0), so that each thread of the split decode
+ * (split.c) reads a pass's matrices as one stream instead of four. */
+static int split_group(tb_model_t *m, tb_weight_t *const *w, const size_t *sz, const bool *rp, int i, int n) {
+    const tb_layer_t *L = NULL;
+    for (int32_t il = 0; il < m->info.n_layer && !L; il++)
+        if (w[i] == &m->layers[il].wq || w[i] == &m->layers[il].ffn_gate) L = &m->layers[il];
+    if (!L) return 0;
+    const bool attn = w[i] == &L->wq;
+    const tb_weight_t *want[5] = {&L->wq, &L->wk, &L->wv, &L->wo_sl[0], &L->wo_sl[1]};
+    const tb_weight_t *want_ffn[4] = {&L->ffn_gate, &L->ffn_up, &L->down_sl[0], &L->down_sl[1]};
+    const int cnt = attn ? 5 : 4, halves = cnt - 2;
+    if (!(attn ? L->wo_cut : L->down_cut) || i + cnt > n) return 0;
+    for (int j = 0; j < cnt; j++) {
+        const tb_weight_t *x = w[i + j];
+        if (x != (attn ? want[j] : want_ffn[j]) || !rp[i + j] || !sz[i + j]) return 0;
+        if (j < halves ? !x->half_rows || (sz[i + j] / 2) % 64 : sz[i + j] % 64) return 0;
+    }
+    return cnt;
+}
+
+/* One region of the arena: a weight, an expert group or a split group,
+ * and where it goes. */
 typedef struct place_region {
     int first;                /* index into the weight list               */
     int count;                /* first .. first + count - 1, interleaved  */
+    int halves;               /* a split group: its halved weights (3, 2) */
     size_t bytes;             /* their sz summed                          */
     size_t off;               /* its offset in the arena                  */
 } place_region;
@@ -370,44 +404,66 @@ typedef struct place_ctx {
     char msg[512];            /* its message           */
 } place_ctx;
 
+/* Copy or repack weight j to `at`, its matrices (its halves when it has
+ * two) `stride` bytes apart (0: one after the other); *repacked: bytes
+ * repacked. */
+static int place_weight(place_ctx *c, int j, uint8_t *at, size_t stride, uint64_t *repacked) {
+    tb_weight_t *x = c->w[j];
+    if (!c->sz[j]) return TB_OK;
+    /* the file bytes x's rows span (a slice's: parts of the rows) */
+    const size_t rb = tb_type_row_bytes(x->type, x->n_in);
+    const size_t span = x->mat_bytes * (size_t)(x->n_mat - 1) + x->row_bytes * (size_t)(x->n_out - 1) + rb;
+    tb_mapping_populate(x->data, span);
+    if (c->rp[j]) {
+        const int64_t h = x->half_rows;
+        size_t got;
+        const int rc = tb_repack_register_at(c->m, x->type, x->data, x->row_bytes, h ? h : x->n_out, x->n_in,
+                                             h ? 2 : x->n_mat, at, stride, &got);
+        if (rc != TB_OK) return rc;
+        assert(got == c->sz[j]);
+        *repacked += got;
+    } else if (rb == x->row_bytes) {
+        memcpy(at, x->data, x->mat_bytes * (size_t)x->n_mat);
+    } else {                           /* a slice: its parts of the rows, packed */
+        assert(x->n_mat == 1);
+        for (int64_t i = 0; i < x->n_out; i++)
+            memcpy(at + (size_t)i * rb, (const uint8_t *)x->data + (size_t)i * x->row_bytes, rb);
+    }
+    /* (the other slice of a matrix may still read these pages: they
+     * come back from the file) */
+    tb_mapping_release(x->data, span);
+    if (!c->rp[j]) {
+        if (c->m->tied && x == &c->m->output) c->m->tok_embd.data = at;
+        x->data = at;
+        x->row_bytes = rb;
+        x->mat_bytes = rb * (size_t)x->n_out;
+    }
+    return TB_OK;
+}
+
 /* Copy or repack region r into its place; *repacked: bytes repacked. */
 static int place_one(place_ctx *c, const place_region *r, uint64_t *repacked) {
     uint8_t *at = (uint8_t *)c->m->arena + r->off;
-    for (int j = r->first; j < r->first + r->count; j++) {
-        tb_weight_t *x = c->w[j];
-        if (!c->sz[j]) continue;
-        /* the file bytes x's rows span (a slice's: parts of the rows) */
-        const size_t rb = tb_type_row_bytes(x->type, x->n_in);
-        const size_t span = x->mat_bytes * (size_t)(x->n_mat - 1) + x->row_bytes * (size_t)(x->n_out - 1) + rb;
-        tb_mapping_populate(x->data, span);
-        if (c->rp[j]) {
-            /* a group of c: matrix e of its j-th stack at (e c + j) mb */
-            const size_t mb = c->sz[j] / (size_t)x->n_mat;
-            size_t got;
-            const int rc = tb_repack_register_at(c->m, x->type, x->data, x->row_bytes, x->n_out, x->n_in,
-                                                 x->n_mat, at + (size_t)(j - r->first) * mb,
-                                                 r->count > 1 ? (size_t)r->count * mb : 0, &got);
-            if (rc != TB_OK) return rc;
-            assert(got == c->sz[j]);
-            *repacked += got;
-        } else if (rb == x->row_bytes) {
-            memcpy(at, x->data, x->mat_bytes * (size_t)x->n_mat);
-        } else {                           /* a slice: its parts of the rows, packed */
-            assert(x->n_mat == 1);
-            for (int64_t i = 0; i < x->n_out; i++)
-                memcpy(at + (size_t)i * rb, (const uint8_t *)x->data + (size_t)i * x->row_bytes, rb);
+    int rc = TB_OK;
+    if (r->halves) {              /* part k: every halved weight's half k, then slice k */
+        const int s0 = r->first + r->halves;
+        size_t off = 0, part = c->sz[s0];
+        for (int j = r->first; j < s0; j++) part += c->sz[j] / 2;
+        for (int j = r->first; j < s0 && rc == TB_OK; j++) {
+            rc = place_weight(c, j, at + off, part, repacked);
+            off += c->sz[j] / 2;
         }
-        /* (the other slice of a matrix may still read these pages: they
-         * come back from the file) */
-        tb_mapping_release(x->data, span);
-        if (!c->rp[j]) {
-            if (c->m->tied && x == &c->m->output) c->m->tok_embd.data = at;
-            x->data = at;
-            x->row_bytes = rb;
-            x->mat_bytes = rb * (size_t)x->n_out;
-        }
+        if (rc == TB_OK) rc = place_weight(c, s0, at + off, 0, repacked);
+        if (rc == TB_OK) rc = place_weight(c, s0 + 1, at + part + off, 0, repacked);
+        return rc;
     }
-    return TB_OK;
+    /* a group of c: matrix e of its j-th stack at (e c + j) mb */
+    for (int j = r->first; j < r->first + r->count && rc == TB_OK; j++) {
+        const size_t mb = c->rp[j] ? c->sz[j] / (size_t)c->w[j]->n_mat : 0;
+        rc = place_weight(c, j, at + (size_t)(j - r->first) * mb, r->count > 1 ? (size_t)r->count * mb : 0,
+                          repacked);
+    }
+    return rc;
 }
 
 static void place_worker(void *arg, int ith, int nth) {
@@ -456,17 +512,21 @@ static int place_weights(tb_model_t *m, tb_weights_mode_t mode, int n_threads) {
     const int n = weight_list(m, w, cap);
     for (int i = 0; i < n; i++) {
         const tb_weight_t *x = w[i];
-        const size_t r = tb_repack_size(x->type, tb_type_row_bytes(x->type, x->n_in), x->n_out, x->n_mat);
+        const int64_t h = x->half_rows;    /* halves: a stack of two */
+        const size_t r = tb_repack_size(x->type, tb_type_row_bytes(x->type, x->n_in), h ? h : x->n_out,
+                                        h ? 2 : x->n_mat);
         rp[i] = r > 0;
         sz[i] = r ? r : mode == TB_WEIGHTS_COPY ? tb_weight_bytes(x) * (size_t)x->n_mat : 0;
     }
     int n_reg = 0;
     size_t total = 0;
     for (int i = 0; i < n; i++) {
-        const int cnt = expert_group(m, w, sz, rp, i, n);
+        const int sg = split_group(m, w, sz, rp, i, n);
+        const int cnt = sg ? sg : expert_group(m, w, sz, rp, i, n);
         size_t bytes = 0;
         for (int j = i; j < i + cnt; j++) bytes += sz[j];
-        reg[n_reg] = (place_region){.first = i, .count = cnt, .bytes = bytes, .off = total};
+        reg[n_reg] = (place_region){.first = i, .count = cnt, .halves = sg ? sg - 2 : 0, .bytes = bytes,
+                                    .off = total};
         total += (reg[n_reg].bytes + ARENA_ALIGN - 1) & ~(size_t)(ARENA_ALIGN - 1);
         n_reg += reg[n_reg].bytes > 0;
         i += cnt - 1;

@@ -32,12 +32,17 @@ typedef enum tb_arch { TB_ARCH_LLAMA = 0, TB_ARCH_MAPLE = 1 } tb_arch_t;
 /* A matrix (or a stack of n_mat matrices) in file layout: n_out rows of
  * n_in elements, row stride row_bytes; matrix e starts at e * mat_bytes.
  * A column slice (the split decode's) is a view: its rows are a part of
- * a wider matrix's rows, so row_bytes is more than its n_in take. */
+ * a wider matrix's rows, so row_bytes is more than its n_in take.
+ * half_rows (a split layer's Q, K, V, dense gate and up; model.c): the
+ * rows are two halves of half_rows each, placed apart at run time (each
+ * next to the other matrices one thread of the split decode reads), so
+ * every kernel call covers rows of one half (tb_lin_rows); 0: one piece. */
 typedef struct tb_weight {
     const void *data;       /* NULL when the tensor is absent */
     tb_type_t type;
     int64_t n_in, n_out, n_mat;
     size_t row_bytes, mat_bytes;
+    int64_t half_rows;
 } tb_weight_t;
 
 /* Bytes of one matrix's elements (what one pass over it reads): n_out

@@ -15,7 +15,11 @@
  *    layer Wo alone, a layer that cannot split (MoE experts on f32
  *    activations, a cut inside a block) neither; each slice's rows are its
  *    columns of the file rows, and its placed bytes add up to the whole
- *    matrix's (the slices take no extra memory).
+ *    matrix's (the slices take no extra memory);
+ *  - a split layer's Q, K, V (and a dense one's gate, up) are halves, and
+ *    each thread's part is one stretch: Q_0 K_0 V_0 Wo_0 Q_1 K_1 V_1 Wo_1
+ *    and gate_0 up_0 down_0 gate_1 up_1 down_1, each right after the one
+ *    before (_0: the first half's rows, or slice 0).
  * The forward pass on this placement is checked against the f64
  * reference by test_ref.
  */
@@ -93,10 +97,22 @@ static void test_gate_up_interleaved(void **st) {
     print_message("layers with gate/up placed as pairs: %d, with down too: %d\n", paired, triples);
 }
 
+/* The repacked copy of half k of w (split_columns' halves), or NULL. */
+static const uint8_t *half_copy(const tb_weight_t *w, int k) {
+    return tb_repack_lookup((const uint8_t *)w->data + (size_t)(k * w->half_rows) * w->row_bytes, w->row_bytes,
+                            tb_isa_active(), w->type);
+}
+
 /* One matrix stack's run-time bytes (repacked copy, or its arena copy)
  * agree between two loads of the same file. */
 static void same_weight(const tb_weight_t *wa, const tb_weight_t *wb) {
     if (!wa->data) { assert_null(wb->data); return; }
+    assert_int_equal(wa->half_rows, wb->half_rows);
+    if (wa->half_rows && copy_of(wa, 0)) {       /* two halves, each its own copy */
+        const size_t hb = tb_repack_size(wa->type, tb_type_row_bytes(wa->type, wa->n_in), wa->half_rows, 1);
+        for (int k = 0; k < 2; k++) assert_memory_equal(half_copy(wa, k), half_copy(wb, k), hb);
+        return;
+    }
     const size_t rb = tb_repack_size(wa->type, tb_type_row_bytes(wa->type, wa->n_in), wa->n_out, 1);
     for (int64_t e = 0; e < wa->n_mat; e++) {
         const uint8_t *ca = copy_of(wa, e), *cb = copy_of(wb, e);
@@ -204,11 +220,74 @@ static void test_split_slices(void **st) {
     check_slices("llama-tiny", TB_TYPE_TQ2_0, false, false); /* Wo's cut inside a 256-block */
 }
 
+/* Bytes of w's repacked copy, of one half when it has two. */
+static size_t copy_bytes(const tb_weight_t *w) {
+    return tb_repack_size(w->type, tb_type_row_bytes(w->type, w->n_in), w->half_rows ? w->half_rows : w->n_out, 1);
+}
+
+/* The split groups of one file (the halves' rows, then each thread's
+ * stretch); returns the number of groups checked. */
+static int check_groups(const char *preset, int type) {
+    char path[512];
+    assert_int_equal(th_synth(th_dir, preset, type, path, sizeof path), TB_OK);
+    tb_model_t *m;
+    if (tb_model_load(path, &m) != TB_OK) fail_msg("%s: %s", path, tb_last_error());
+    int groups = 0;
+    for (int32_t il = 0; il < m->info.n_layer; il++) {
+        const tb_layer_t *L = &m->layers[il];
+        if (!L->wo_cut) {
+            assert_int_equal(L->wq.half_rows, 0);
+            continue;
+        }
+        const int64_t hd = m->info.head_dim, gq = (int64_t)(m->info.n_head / m->info.n_head_kv) * hd;
+        assert_int_equal(L->wq.half_rows, m->info.n_head_kv / 2 * gq);   /* thread 0's kv heads */
+        assert_int_equal(L->wk.half_rows, m->info.n_head_kv / 2 * hd);
+        assert_int_equal(L->wv.half_rows, m->info.n_head_kv / 2 * hd);
+        if (L->down_cut) {
+            assert_int_equal(L->ffn_gate.half_rows, L->down_cut);
+            assert_int_equal(L->ffn_up.half_rows, L->down_cut);
+        }
+        const tb_weight_t *att[3] = {&L->wq, &L->wk, &L->wv}, *ffn[2] = {&L->ffn_gate, &L->ffn_up};
+        const tb_weight_t *const *hv[2] = {att, ffn};
+        const tb_weight_t *sl[2] = {L->wo_sl, L->down_sl};
+        const int nh[2] = {3, L->down_cut ? 2 : 0};
+        for (int g = 0; g < 2; g++) {
+            if (!nh[g] || !copy_of(hv[g][0], 0)) continue;
+            const uint8_t *at = half_copy(hv[g][0], 0);
+            for (int k = 0; k < 2; k++) {
+                for (int j = 0; j < nh[g]; j++) {
+                    assert_ptr_equal(half_copy(hv[g][j], k), at);
+                    at += copy_bytes(hv[g][j]);
+                }
+                assert_ptr_equal(copy_of(&sl[g][k], 0), at);
+                at += copy_bytes(&sl[g][k]);
+            }
+            groups++;
+        }
+    }
+    tb_model_free(m);
+    return groups;
+}
+
+static void test_split_groups(void **st) {
+    (void)st;
+    const int types[] = {TB_TYPE_Q4_0, TB_TYPE_Q8_0, TB_TYPE_F16, TB_TYPE_BF16, TB_TYPE_TQ2_0};
+    int groups = 0;
+    for (size_t i = 0; i < TB_ARRAY_LEN(types); i++) {
+        groups += check_groups("llama-tiny", types[i]);
+        groups += check_groups("maple-tiny", types[i]);
+    }
+    /* on x86-64 with AVX2 or better Q4_0 and Q8_0 repack */
+    if (tb_isa_active() == TB_ISA_AVX512 || tb_isa_active() == TB_ISA_AVX2) assert_true(groups > 0);
+    print_message("split groups placed thread by thread: %d\n", groups);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_gate_up_interleaved),
         cmocka_unit_test(test_threads_same_bytes),
         cmocka_unit_test(test_split_slices),
+        cmocka_unit_test(test_split_groups),
     };
     return cmocka_run_group_tests(tests, th_setup, th_teardown);
 }
