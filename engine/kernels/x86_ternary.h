@@ -609,65 +609,6 @@ TB_G5_TARGET TB_INLINE void dot_tq1_0_g5(int nt, const uint8_t *grp, int64_t nb,
     for (int t = 0; t < nt; t++) out[t] = acc[t];
 }
 
-/* As dot_tq1_0_g5 for one token on two groups at once (at grp and grp +
- * gb): each activation dword is broadcast once for both groups' vpdpbusd.
- * `ternbench kernels --format tq1_0 --isa avx512 -t 1 --hot` (builds
- * alternated, 2026-11-30): 29.2-29.7 -> 30.4-30.7 GB/s on every shape. The integer
- * sums are the same integers (by field instead of by vector) and the
- * float steps are the same, so the results are dot_tq1_0_g5's bit for bit. */
-TB_G5_TARGET TB_INLINE void dot_tq1_0_g5x2(const uint8_t *grp, size_t gb, int64_t nb, const block_q8_K *a,
-                                           const int32_t *nsum, const __m512i *T, __m512 *out) {
-    __m512 acc[2] = {_mm512_setzero_ps(), _mm512_setzero_ps()};
-    const __m512i m7 = _mm512_set1_epi8(7);
-    for (int64_t i = 0; i < nb; i++) {
-        const tq1_g5_codes *x[2] = {(const tq1_g5_codes *)(grp + tq1_g5_codes_at(i)),
-                                    (const tq1_g5_codes *)(grp + gb + tq1_g5_codes_at(i))};
-        __m512i p[2][3], last[2];   /* (group, field) i32 partial sums of t . y */
-        TB_UNROLL
-        for (int g = 0; g < 2; g++) {
-            last[g] = _mm512_setzero_si512();
-            TB_UNROLL
-            for (int f = 0; f < 3; f++) p[g][f] = _mm512_setzero_si512();
-        }
-        _Pragma("GCC unroll 7")
-        for (int pp = 0; pp < 7; pp++) {
-            __m512i r[2][3];   /* (group, field) vpermb index: R0, R1, C */
-            TB_UNROLL
-            for (int g = 0; g < 2; g++) {
-                r[g][0] = _mm512_load_si512(x[g]->q[2 * pp]);
-                r[g][1] = _mm512_load_si512(x[g]->q[2 * pp + 1]);
-                r[g][2] = _mm512_ternarylogic_epi32(m7, _mm512_srli_epi16(r[g][0], 5), _mm512_srli_epi16(r[g][1], 2),
-                                                    0xCA);
-                if (pp == 0) last[g] = _mm512_permutexvar_epi8(r[g][2], T[6]);
-                if (pp == 1) last[g] = _mm512_add_epi8(last[g], _mm512_permutexvar_epi8(r[g][2], T[7]));
-            }
-            TB_UNROLL
-            for (int f = 0; f < 3; f++)
-                TB_UNROLL
-                for (int s = 0; s < 3; s++) {
-                    int32_t yw;
-                    memcpy(&yw, a[i].qs + 4 * (9 * pp + 3 * f + s), 4);
-                    const __m512i y = _mm512_set1_epi32(yw);
-                    TB_UNROLL
-                    for (int g = 0; g < 2; g++)
-                        p[g][f] = _mm512_dpbusd_epi32(p[g][f], _mm512_permutexvar_epi8(r[g][f], T[(f == 2) * 3 + s]), y);
-                }
-        }
-        int32_t yw;
-        memcpy(&yw, a[i].qs + 4 * 63, 4);
-        const __m512 da = _mm512_set1_ps(a[i].d);
-        TB_UNROLL
-        for (int g = 0; g < 2; g++) {
-            const __m512 dx = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(grp + (size_t)g * gb + tq1_g5_d_at(i))));
-            __m512i q = _mm512_dpbusd_epi32(_mm512_set1_epi32(nsum[i]), last[g], _mm512_set1_epi32(yw));
-            q = _mm512_add_epi32(_mm512_add_epi32(q, p[g][0]), _mm512_add_epi32(p[g][1], p[g][2]));
-            acc[g] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(q), _mm512_mul_ps(dx, da), acc[g]);
-        }
-    }
-    out[0] = acc[0];
-    out[1] = acc[1];
-}
-
 /* The tables, made once (a matvec may be called per 64 rows: building
  * them took longer than such a call's arithmetic). */
 static uint8_t tq1_g5_tab[8][64] __attribute__((aligned(64)));
@@ -686,17 +627,9 @@ TB_G5_TARGET static void matvec_tq1_0_g5(const void *G, const void *a, float *y,
     int32_t nsum[1][TB_RP_MAXNB];
     const block_q8_K *aa[1] = {a};
     for (int64_t i = 0; i < nb; i++) nsum[0][i] = neg_sum_q8_K(&aa[0][i]);
-    const size_t gb = tq1_g5_group_bytes(nb);
-    int64_t g = r0 / TB_RP_ROWS;
-    for (; (g + 1) * TB_RP_ROWS < r1; g += 2) {   /* two groups at a time */
-        __m512 o[2];
-        dot_tq1_0_g5x2((const uint8_t *)G + (size_t)g * gb, gb, nb, aa[0], nsum[0], T, o);
-        _mm512_mask_storeu_ps(y + g * TB_RP_ROWS, tb_grp_mask16(g, r0, r1), o[0]);
-        _mm512_mask_storeu_ps(y + (g + 1) * TB_RP_ROWS, tb_grp_mask16(g + 1, r0, r1), o[1]);
-    }
-    if (g * TB_RP_ROWS < r1) {                    /* the last one alone */
+    for (int64_t g = r0 / TB_RP_ROWS; g * TB_RP_ROWS < r1; g++) {
         __m512 o[TB_RP_NT1];
-        dot_tq1_0_g5(1, (const uint8_t *)G + (size_t)g * gb, nb, aa, nsum, T, o);
+        dot_tq1_0_g5(1, (const uint8_t *)G + (size_t)g * tq1_g5_group_bytes(nb), nb, aa, nsum, T, o);
         _mm512_mask_storeu_ps(y + g * TB_RP_ROWS, tb_grp_mask16(g, r0, r1), o[0]);
     }
 }
