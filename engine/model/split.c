@@ -204,8 +204,7 @@ static void split_router(split_ctx *c, int ith) {
 
 /* Rows of stage st (0: gate and up, 1: down; tb_moe_expert_rows) of the
  * rank-k expert, claimed as in split_claim_rows until none is left, each
- * chunk counted in done[st] once computed; the thread that completes
- * stage 0 makes h (tb_moe_expert_act) and raises h_ready. */
+ * chunk counted in done[st] once computed. */
 static void split_exp_claim(split_ctx *c, int k, int st, const void *xa) {
     const tb_model_info_t *in = &c->s->m->info;
     const int64_t n = st ? in->n_embd : 2 * in->n_ff_exp;
@@ -216,11 +215,7 @@ static void split_exp_claim(split_ctx *c, int k, int st, const void *xa) {
                                                    memory_order_relaxed))
             continue;
         tb_moe_expert_rows(c->s, c->L, k, st, xa, r0, r1);
-        if (atomic_fetch_add_explicit(&c->ex[k].done[st], r1 - r0, memory_order_acq_rel) + (r1 - r0) == n &&
-            st == 0) {
-            tb_moe_expert_act(c->s, c->L, k);
-            atomic_store_explicit(&c->ex[k].h_ready, 1, memory_order_release);
-        }
+        atomic_fetch_add_explicit(&c->ex[k].done[st], r1 - r0, memory_order_release);
         r0 = atomic_load_explicit(&c->ex[k].next[st], memory_order_relaxed);
     }
 }
@@ -230,36 +225,40 @@ static void split_exp_wait(const _Atomic int64_t *done, int64_t n) {
     while (atomic_load_explicit(done, memory_order_acquire) < n) tb_spin_wait(&spins);
 }
 
-/* Both stages of the rank-k expert: its gate and up rows still unclaimed,
- * then, once its h is made (by whoever computed its last gate/up rows),
- * its down rows still unclaimed. */
-static void split_exp_rows(split_ctx *c, int k, const void *xa) {
-    split_exp_claim(c, k, 0, xa);
-    if (atomic_load_explicit(&c->ex[k].next[1], memory_order_relaxed) >= c->s->m->info.n_embd) return;
-    int spins = 0;
-    while (!atomic_load_explicit(&c->ex[k].h_ready, memory_order_acquire)) tb_spin_wait(&spins);
-    split_exp_claim(c, k, 1, xa);
-}
-
 /* E: the experts of this thread's ranks [k0, k1) (ith 0: [0, K/2), 1:
- * [K/2, K)) on the row its R prologue quantized, in order; then those of
- * the other's ranks, from its last one back, as long as rows are left:
- * the two meet in one expert, whose rows they share, and each otherwise
- * streams whole experts. Then, once every row of its own ranks is in,
- * their weighted sum. (The halves rarely end together: in a timestamped
- * copy, maple-preview high state, the two threads' ends of pass E were
- * 13 us apart on average, of ~135 us.) */
+ * [K/2, K)) on the row its R prologue quantized, each streamed in order
+ * (gate and up rows, h, down rows); then it takes what is still unclaimed
+ * of the other's ranks (gate and up rows of all of them, then the down
+ * rows of each once its h is made); then, once all rows of its own ranks
+ * are in, their weighted sum. The halves rarely end together (llama-like
+ * streams, one core slower for a while): in a timestamped copy,
+ * maple-preview high state, the two threads' ends of pass E were 13 us
+ * apart on average (of ~135 us). */
 static void split_experts(split_ctx *c, int ith) {
     tb_session_t *s = c->s;
     const tb_model_info_t *in = &s->m->info;
+    const int64_t E = in->n_embd, F = in->n_ff_exp;
     const int K = in->n_expert_used, k0 = ith ? K / 2 : 0, k1 = ith ? K : K / 2;
     const int o0 = ith ? 0 : K / 2, o1 = ith ? K / 2 : K;   /* the other's ranks */
     const void *xa = (const uint8_t *)s->act_own + (size_t)ith * s->act_bytes;
-    if (!(ith == 1 && s->split_yield)) {   /* test hook: thread 0 computes every row */
-        for (int k = k0; k < k1; k++) split_exp_rows(c, k, xa);
-        for (int k = o1 - 1; k >= o0; k--) split_exp_rows(c, k, xa);
+    const bool leave = ith == 1 && s->split_yield;   /* test hook: thread 0 computes every row */
+    for (int k = k0; k < k1; k++) {
+        if (!leave) split_exp_claim(c, k, 0, xa);
+        split_exp_wait(&c->ex[k].done[0], 2 * F);
+        tb_moe_expert_act(s, c->L, k);
+        atomic_store_explicit(&c->ex[k].h_ready, 1, memory_order_release);
+        if (!leave) split_exp_claim(c, k, 1, xa);
     }
-    for (int k = k0; k < k1; k++) split_exp_wait(&c->ex[k].done[1], in->n_embd);
+    int spins = 0;
+    if (!leave) {
+        for (int k = o0; k < o1; k++) split_exp_claim(c, k, 0, xa);
+        for (int k = o0; k < o1; k++) {
+            if (atomic_load_explicit(&c->ex[k].next[1], memory_order_relaxed) >= E) continue;
+            while (!atomic_load_explicit(&c->ex[k].h_ready, memory_order_acquire)) tb_spin_wait(&spins);
+            split_exp_claim(c, k, 1, xa);
+        }
+    }
+    for (int k = k0; k < k1; k++) split_exp_wait(&c->ex[k].done[1], E);
     tb_moe_sum_half(s, c->yout[ith], k0, k1);
 }
 
