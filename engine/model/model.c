@@ -263,8 +263,8 @@ static bool act_is(const tb_weight_t *w, tb_type_t act) {
  * halves of its kv heads (whole blocks, 16-row units); dense: gate, up and
  * down on that format too and down cut at its middle block; MoE: an
  * f32-activation router (its rows cut at a 16-row unit), gate and up on
- * one quantized format, down on a quantized one (no cut: the threads share
- * the experts' rows), at most TB_SPLIT_MAX_K experts per token. */
+ * one quantized format, down on a quantized one (each thread runs its
+ * experts whole: no cut). */
 static bool split_fits(const tb_model_info_t *in, const tb_layer_t *L, int64_t wo_cut, int64_t down_cut) {
     const tb_type_t act = tb_type_traits(L->wq.type)->vec_dot_type;
     const tb_weight_t *w[] = {&L->wq, &L->wk, &L->wv, &L->wo};
@@ -273,8 +273,7 @@ static bool split_fits(const tb_model_info_t *in, const tb_layer_t *L, int64_t w
     const int64_t hd = in->head_dim, gq = (int64_t)(in->n_head / in->n_head_kv) * hd;
     if (in->n_head_kv % 2 || !wo_cut || hd % 16 || gq % 16) return false;
     if (in->n_expert > 0)
-        return in->n_expert_used <= TB_SPLIT_MAX_K && act_is(&L->router, TB_TYPE_F32) &&
-               act_quantized(&L->gate_exps, TB_TYPE_COUNT) &&
+        return act_is(&L->router, TB_TYPE_F32) && act_quantized(&L->gate_exps, TB_TYPE_COUNT) &&
                act_quantized(&L->up_exps, tb_type_traits(L->gate_exps.type)->vec_dot_type) &&
                act_quantized(&L->down_exps, TB_TYPE_COUNT);
     return act_is(&L->ffn_gate, act) && act_is(&L->ffn_up, act) && act_is(&L->ffn_down, act) && down_cut &&

@@ -51,10 +51,6 @@ static inline size_t tb_weight_bytes(const tb_weight_t *w) {
     return tb_type_row_bytes(w->type, w->n_in) * (size_t)w->n_out;
 }
 
-/* Most experts per token a layer's split decode takes (split.c's per-rank
- * claims); a model routing more does not split its MoE layers. */
-#define TB_SPLIT_MAX_K 16
-
 typedef struct tb_layer {
     const float *attn_norm;          /* (n_embd)                          */
     const float *q_norm, *k_norm;    /* (head_dim) or NULL                */

@@ -21,8 +21,7 @@
  *      the weighted outputs into x.
  * A decode step at 2 threads runs split instead where the layer allows
  * (split.c): each thread its half of the router rows, then its half of the
- * selected experts, sharing the rows of the one that ends last
- * (tb_moe_expert_rows, tb_moe_expert_act, tb_moe_sum_half).
+ * selected experts whole (tb_moe_experts_half).
  * The input is quantized once per token, not once per expert.
  */
 #include "model/session.h"
@@ -169,54 +168,38 @@ static void down1_worker(void *arg, int ith, int nth) {
 }
 
 /* ===================================================================== */
-/* Split decode (split.c): the expert pass's steps                        */
+/* Split decode (split.c): one thread's half of the experts               */
 /* ===================================================================== */
 
-/* The split decode's expert pass is cut into these steps so that its two
- * threads can share an expert's rows (split.c, split_experts); a token's
- * rank-k expert (routed by tb_moe_route) of layer L:
- *   stage 0  rows [r0, r1) of its gate and up stacked (2 n_ff_exp rows:
- *            gate's, then up's) on xa, the quantized norm row;
- *   stage 1  rows [r0, r1) of its down (n_embd rows) on h, made by
- *            tb_moe_expert_act once every stage-0 row is in.
- * Each row is one kernel call on the same bytes whoever computes it (xa:
- * either thread's copy of the same row), so the results do not depend on
- * who did which rows. */
-void tb_moe_expert_rows(tb_session_t *s, const tb_layer_t *L, int k, int stage, const void *xa, int64_t r0,
-                        int64_t r1) {
+/* Thread ith of a 2-thread split decode (one token, routed by tb_moe_route):
+ * experts of ranks [ith K/2 ...) (ith 0: [0, K/2), 1: [K/2, K)), each
+ * streamed whole on this thread: gate and up rows on xa (the quantized
+ * norm row, n_embd), SwiGLU, h quantized, down; then y = their weighted
+ * sum (moe_sum: the half that combine_rows computes on every other
+ * path). No activation crosses threads. */
+void tb_moe_experts_half(tb_session_t *s, const tb_layer_t *L, const void *xa, float *y, int ith) {
     const tb_model_info_t *in = &s->m->info;
     const int64_t E = in->n_embd, F = in->n_ff_exp;
-    const size_t e = (size_t)s->sel[k];
-    const int32_t r = s->row_of[k];
-    if (stage == 0) {
-        const tb_lin_job_t jg = {.w = &L->gate_exps, .mat = e, .a = xa, .n_tok = 1, .y = s->eg + (int64_t)r * F,
-                                 .ldy = F};
-        const tb_lin_job_t ju = {.w = &L->up_exps, .mat = e, .a = xa, .n_tok = 1, .y = s->eu + (int64_t)r * F,
-                                 .ldy = F};
-        tb_lin_rows(&jg, r0, TB_MIN(r1, F));
-        tb_lin_rows(&ju, TB_MAX(r0, F) - F, r1 - F);
-        return;
-    }
-    const size_t hs = tb_act_row_bytes(L->down_exps.type, F);
-    const tb_lin_job_t jd = {.w = &L->down_exps, .mat = e, .a = (const uint8_t *)s->hq + (size_t)r * hs,
-                             .n_tok = 1, .y = s->ed + (int64_t)r * E, .ldy = E};
-    tb_lin_rows(&jd, r0, r1);
-}
-
-/* h = SwiGLU(gate, up) of the rank-k expert, quantized for its down. */
-void tb_moe_expert_act(tb_session_t *s, const tb_layer_t *L, int k) {
-    const int64_t F = s->m->info.n_ff_exp;
-    const int32_t r = s->row_of[k];
+    const int K = in->n_expert_used, k0 = ith ? K / 2 : 0, k1 = ith ? K : K / 2;
     const tb_type_t dt = L->down_exps.type;
-    float *g = s->eg + (int64_t)r * F;                            /* (n_ff_exp) */
-    tb_op_swiglu_for(tb_kernels()->isa)(g, s->eu + (int64_t)r * F, F, L->clamp);
-    tb_kernels()->t[dt].quantize_act(g, (uint8_t *)s->hq + (size_t)r * tb_act_row_bytes(dt, F), F);
-}
-
-/* y = the weighted sum of ranks [k0, k1) of the token's experts (n_embd):
- * the half that combine_rows computes on every other path. */
-void tb_moe_sum_half(const tb_session_t *s, float *y, int k0, int k1) {
-    moe_sum(s, y, 0, k0, k1, 0, s->m->info.n_embd);
+    const size_t hs = tb_act_row_bytes(dt, F);
+    const tb_swiglu_fn swiglu = tb_op_swiglu_for(tb_kernels()->isa);
+    for (int k = k0; k < k1; k++) {
+        const size_t e = (size_t)s->sel[k];
+        const int32_t r = s->row_of[k];
+        float *g = s->eg + (int64_t)r * F, *u = s->eu + (int64_t)r * F;   /* (n_ff_exp) */
+        uint8_t *h = (uint8_t *)s->hq + (size_t)r * hs;
+        const tb_lin_job_t jg = {.w = &L->gate_exps, .mat = e, .a = xa, .n_tok = 1, .y = g, .ldy = F};
+        const tb_lin_job_t ju = {.w = &L->up_exps, .mat = e, .a = xa, .n_tok = 1, .y = u, .ldy = F};
+        tb_lin_rows(&jg, 0, F);
+        tb_lin_rows(&ju, 0, F);
+        swiglu(g, u, F, L->clamp);
+        tb_kernels()->t[dt].quantize_act(g, h, F);
+        const tb_lin_job_t jd = {.w = &L->down_exps, .mat = e, .a = h, .n_tok = 1,
+                                 .y = s->ed + (int64_t)r * E, .ldy = E};
+        tb_lin_rows(&jd, 0, E);
+    }
+    moe_sum(s, y, 0, k0, k1, 0, E);
 }
 
 /* ===================================================================== */

@@ -157,13 +157,8 @@ void tb_prof_end_jobs(tb_session_t *s, tb_phase_t ph, uint64_t t0, const tb_lin_
 void tb_moe_ffn(tb_session_t *s, int32_t il, int32_t n);
 /* Softmax and top-k of s->router for n tokens; routed rows by expert. */
 void tb_moe_route(tb_session_t *s, int32_t n);
-/* Split decode (split.c): rows [r0, r1) of the token's rank-k expert,
- * stage 0 gate and up stacked (2 n_ff_exp rows) on quantized norm row xa,
- * stage 1 down on its h; h from its gate and up rows; the weighted sum
- * of ranks [k0, k1) into y (n_embd). */
-void tb_moe_expert_rows(tb_session_t *s, const tb_layer_t *L, int k, int stage, const void *xa, int64_t r0,
-                        int64_t r1);
-void tb_moe_expert_act(tb_session_t *s, const tb_layer_t *L, int k);
-void tb_moe_sum_half(const tb_session_t *s, float *y, int k0, int k1);
+/* Split decode, thread ith of 2: its half of the experts on quantized
+ * norm row xa, their weighted sum into y (n_embd). */
+void tb_moe_experts_half(tb_session_t *s, const tb_layer_t *L, const void *xa, float *y, int ith);
 
 #endif

@@ -19,8 +19,7 @@
  *   R  the same prologue (the norm row also kept in f32); its router rows;
  *      then softmax and top-k on thread 0 (tb_moe_route)
  *   E  its experts on R's quantized row: gate, up, SwiGLU, down, each
- *      expert in turn, then what is left of the other's (split_experts);
- *      its experts' weighted sum (tb_moe_sum_half)
+ *      expert whole; their weighted sum (tb_moe_experts_half)
  * For weights on f32 activations (F16, BF16, F32) "quantized" is "kept
  * in f32": the norm row in xn_own, the heads' outputs and h as they are.
  * Each pass's two outputs are folded into x, (x + y) + y2 as on every
@@ -63,13 +62,6 @@ typedef struct split_ctx {
     /* fin[k]: thread k is done with the pass (after an R pass, thread 0
      * also routed) */
     struct { _Alignas(64) _Atomic int done; } fin[2];
-    /* pass E: per rank k, its stage s rows claimed (next[s]) and done
-     * (done[s]), and its h made (h_ready) */
-    struct {
-        _Alignas(64) _Atomic int64_t next[2];
-        _Atomic int64_t done[2];
-        _Atomic int h_ready;
-    } ex[TB_SPLIT_MAX_K];
 } split_ctx;
 
 #define SPLIT_CHUNK 128           /* output rows per claim, at least */
@@ -202,64 +194,10 @@ static void split_router(split_ctx *c, int ith) {
     split_rows(r, s->xn_own + ith * s->m->info.n_embd, s->router, ith ? cut : 0, ith ? r->n_out : cut);
 }
 
-/* Rows of stage st (0: gate and up, 1: down; tb_moe_expert_rows) of the
- * rank-k expert, claimed as in split_claim_rows until none is left, each
- * chunk counted in done[st] once computed. */
-static void split_exp_claim(split_ctx *c, int k, int st, const void *xa) {
-    const tb_model_info_t *in = &c->s->m->info;
-    const int64_t n = st ? in->n_embd : 2 * in->n_ff_exp;
-    int64_t r0 = atomic_load_explicit(&c->ex[k].next[st], memory_order_relaxed);
-    while (r0 < n) {
-        const int64_t r1 = TB_MIN(n, r0 + TB_MAX(SPLIT_CHUNK, (n - r0) / 4 / 16 * 16));
-        if (!atomic_compare_exchange_weak_explicit(&c->ex[k].next[st], &r0, r1, memory_order_relaxed,
-                                                   memory_order_relaxed))
-            continue;
-        tb_moe_expert_rows(c->s, c->L, k, st, xa, r0, r1);
-        atomic_fetch_add_explicit(&c->ex[k].done[st], r1 - r0, memory_order_release);
-        r0 = atomic_load_explicit(&c->ex[k].next[st], memory_order_relaxed);
-    }
-}
-
-static void split_exp_wait(const _Atomic int64_t *done, int64_t n) {
-    int spins = 0;
-    while (atomic_load_explicit(done, memory_order_acquire) < n) tb_spin_wait(&spins);
-}
-
-/* E: the experts of this thread's ranks [k0, k1) (ith 0: [0, K/2), 1:
- * [K/2, K)) on the row its R prologue quantized, each streamed in order
- * (gate and up rows, h, down rows); then it takes what is still unclaimed
- * of the other's ranks (gate and up rows of all of them, then the down
- * rows of each once its h is made); then, once all rows of its own ranks
- * are in, their weighted sum. The halves rarely end together (llama-like
- * streams, one core slower for a while): in a timestamped copy,
- * maple-preview high state, the two threads' ends of pass E were 13 us
- * apart on average (of ~135 us). */
+/* E: this thread's experts on the row its R prologue quantized. */
 static void split_experts(split_ctx *c, int ith) {
     tb_session_t *s = c->s;
-    const tb_model_info_t *in = &s->m->info;
-    const int64_t E = in->n_embd, F = in->n_ff_exp;
-    const int K = in->n_expert_used, k0 = ith ? K / 2 : 0, k1 = ith ? K : K / 2;
-    const int o0 = ith ? 0 : K / 2, o1 = ith ? K / 2 : K;   /* the other's ranks */
-    const void *xa = (const uint8_t *)s->act_own + (size_t)ith * s->act_bytes;
-    const bool leave = ith == 1 && s->split_yield;   /* test hook: thread 0 computes every row */
-    for (int k = k0; k < k1; k++) {
-        if (!leave) split_exp_claim(c, k, 0, xa);
-        split_exp_wait(&c->ex[k].done[0], 2 * F);
-        tb_moe_expert_act(s, c->L, k);
-        atomic_store_explicit(&c->ex[k].h_ready, 1, memory_order_release);
-        if (!leave) split_exp_claim(c, k, 1, xa);
-    }
-    int spins = 0;
-    if (!leave) {
-        for (int k = o0; k < o1; k++) split_exp_claim(c, k, 0, xa);
-        for (int k = o0; k < o1; k++) {
-            if (atomic_load_explicit(&c->ex[k].next[1], memory_order_relaxed) >= E) continue;
-            while (!atomic_load_explicit(&c->ex[k].h_ready, memory_order_acquire)) tb_spin_wait(&spins);
-            split_exp_claim(c, k, 1, xa);
-        }
-    }
-    for (int k = k0; k < k1; k++) split_exp_wait(&c->ex[k].done[1], E);
-    tb_moe_sum_half(s, c->yout[ith], k0, k1);
+    tb_moe_experts_half(s, c->L, (const uint8_t *)s->act_own + (size_t)ith * s->act_bytes, c->yout[ith], ith);
 }
 
 /* ===================================================================== */
@@ -291,14 +229,6 @@ static void plan_pass(tb_session_t *s, split_ctx *c, const tb_layer_t *L, int32_
         atomic_init(&c->own[k].ready, 0);
         atomic_init(&c->fin[k].done, 0);
     }
-    if (kind == PASS_EXPERTS)
-        for (int k = 0; k < s->m->info.n_expert_used; k++) {
-            for (int st = 0; st < 2; st++) {
-                atomic_init(&c->ex[k].next[st], 0);
-                atomic_init(&c->ex[k].done[st], 0);
-            }
-            atomic_init(&c->ex[k].h_ready, 0);
-        }
     s->fold_pending = out;
     if (out) {
         s->yp[0] = c->yout[0];

@@ -7,11 +7,8 @@
  * in every pass (Wo, and a dense layer's ffn_down), reading thread 1's
  * activation. Decode logits must still equal the 1-thread ones bit for
  * bit at every position: llama-tiny Q4_0 and F16 (dense, quantized and
- * f32 activations) and maple-tiny Q4_0 (MoE: Wo; and pass E, where thread
- * 1 leaves every gate, up and down row of its experts to thread 0 and only
- * makes their h and its weighted sum). A mutant that computes the other
- * slice's rows on its own activation fails, as does one whose thread 0
- * takes the other's down rows without waiting for their h.
+ * f32 activations) and maple-tiny Q4_0 (MoE: Wo). A mutant that computes
+ * the other slice's rows on its own activation fails.
  * Also: a column slice read in place from the file mapping (weights
  * mmap, a tier that repacks nothing: every row read at the whole row's
  * stride) gives the logits of its packed copy (weights copy).
