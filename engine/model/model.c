@@ -335,6 +335,13 @@ static int weight_list(tb_model_t *m, tb_weight_t **w, int cap) {
 
 #define ARENA_ALIGN 4096u   /* each matrix stack starts on its own page */
 
+/* The layer whose struct holds weight x, or NULL (the output head). */
+static const tb_layer_t *layer_of(const tb_model_t *m, const tb_weight_t *x) {
+    const uintptr_t p = (uintptr_t)x, b = (uintptr_t)m->layers;
+    if (p < b || p >= b + (uintptr_t)m->info.n_layer * sizeof(tb_layer_t)) return NULL;
+    return &m->layers[(p - b) / sizeof(tb_layer_t)];
+}
+
 /* How many of w[i], w[i+1], w[i+2] form one expert group: 3 when they are
  * one layer's expert gate, up and down stacks, 2 for its gate and up alone,
  * all repacked to the same 64-byte multiple per matrix; else 1. A group
@@ -345,10 +352,8 @@ static int weight_list(tb_model_t *m, tb_weight_t **w, int cap) {
 static int expert_group(tb_model_t *m, tb_weight_t *const *w, const size_t *sz, const bool *rp, int i, int n) {
     if (i + 1 >= n || !rp[i] || !rp[i + 1] || sz[i] != sz[i + 1]) return 1;
     const tb_weight_t *g = w[i], *u = w[i + 1];
-    const tb_layer_t *L = NULL;
-    for (int32_t il = 0; il < m->info.n_layer && !L; il++)
-        if (g == &m->layers[il].gate_exps && u == &m->layers[il].up_exps) L = &m->layers[il];
-    if (!L || g->type != u->type || g->row_bytes != u->row_bytes || g->n_out != u->n_out || g->n_mat != u->n_mat ||
+    const tb_layer_t *L = layer_of(m, g);
+    if (!L || g != &L->gate_exps || u != &L->up_exps || g->type != u->type || g->row_bytes != u->row_bytes || g->n_out != u->n_out || g->n_mat != u->n_mat ||
         g->n_mat < 2 || (sz[i] / (size_t)g->n_mat) % 64)
         return 1;
     const bool down = i + 2 < n && w[i + 2] == &L->down_exps && rp[i + 2] && sz[i + 2] == sz[i] &&
@@ -364,18 +369,17 @@ static int expert_group(tb_model_t *m, tb_weight_t *const *w, const size_t *sz, 
  * half's rows, or slice 0), so that each thread of the split decode
  * (split.c) reads a pass's matrices as one stream instead of four. */
 static int split_group(tb_model_t *m, tb_weight_t *const *w, const size_t *sz, const bool *rp, int i, int n) {
-    const tb_layer_t *L = NULL;
-    for (int32_t il = 0; il < m->info.n_layer && !L; il++)
-        if (w[i] == &m->layers[il].wq || w[i] == &m->layers[il].ffn_gate) L = &m->layers[il];
-    if (!L) return 0;
+    const tb_layer_t *L = layer_of(m, w[i]);
+    if (!L || (w[i] != &L->wq && w[i] != &L->ffn_gate)) return 0;
     const bool attn = w[i] == &L->wq;
-    const tb_weight_t *want[5] = {&L->wq, &L->wk, &L->wv, &L->wo_sl[0], &L->wo_sl[1]};
-    const tb_weight_t *want_ffn[4] = {&L->ffn_gate, &L->ffn_up, &L->down_sl[0], &L->down_sl[1]};
+    const tb_weight_t *const wa[5] = {&L->wq, &L->wk, &L->wv, &L->wo_sl[0], &L->wo_sl[1]};
+    const tb_weight_t *const wf[4] = {&L->ffn_gate, &L->ffn_up, &L->down_sl[0], &L->down_sl[1]};
+    const tb_weight_t *const *want = attn ? wa : wf;
     const int cnt = attn ? 5 : 4, halves = cnt - 2;
     if (!(attn ? L->wo_cut : L->down_cut) || i + cnt > n) return 0;
     for (int j = 0; j < cnt; j++) {
         const tb_weight_t *x = w[i + j];
-        if (x != (attn ? want[j] : want_ffn[j]) || !rp[i + j] || !sz[i + j]) return 0;
+        if (x != want[j] || !rp[i + j] || !sz[i + j]) return 0;
         if (j < halves ? !x->half_rows || (sz[i + j] / 2) % 64 : sz[i + j] % 64) return 0;
     }
     return cnt;
