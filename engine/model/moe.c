@@ -89,16 +89,25 @@ void tb_moe_route(tb_session_t *s, int32_t n) {
 /* Combine                                                                */
 /* ===================================================================== */
 
+/* y[i] (0 when first) + w · d[i] for i in [i0, i1): one term of a half's
+ * weighted sum, the one statement that adds it on every path. */
+static void moe_add(float *y, const float *d, float w, bool first, int64_t i0, int64_t i1) {
+    if (first)
+        for (int64_t i = i0; i < i1; i++) y[i] = 0.0f + w * d[i];
+    else
+        for (int64_t i = i0; i < i1; i++) y[i] = y[i] + w * d[i];
+}
+
 /* y[i] = Σ_{k0 <= k < k1} w[t,k] · down_out[row_of[t,k], i] in rank order,
  * for i in [i0, i1): one half of a token's expert sum (tb_moe_ffn). */
 static void moe_sum(const tb_session_t *s, float *y, int32_t t, int k0, int k1, int64_t i0, int64_t i1) {
     const int64_t E = s->m->info.n_embd;
     const int K = s->m->info.n_expert_used;
-    for (int64_t i = i0; i < i1; i++) y[i] = 0.0f;
+    if (k0 == k1)
+        for (int64_t i = i0; i < i1; i++) y[i] = 0.0f;
     for (int k = k0; k < k1; k++) {
-        const float w = s->sel_w[t * K + k];
         const float *d = s->ed + (int64_t)s->row_of[t * K + k] * E;  /* (n_embd) */
-        for (int64_t i = i0; i < i1; i++) y[i] += w * d[i];
+        moe_add(y, d, s->sel_w[t * K + k], k == k0, i0, i1);
     }
 }
 
@@ -171,35 +180,51 @@ static void down1_worker(void *arg, int ith, int nth) {
 /* Split decode (split.c): one thread's half of the experts               */
 /* ===================================================================== */
 
+size_t tb_moe_hq_stride(const tb_model_t *m) {
+    size_t b = 0;
+    for (int32_t il = 0; il < m->info.n_layer; il++) {
+        const tb_weight_t *d = &m->layers[il].down_exps;
+        if (d->data) b = TB_MAX(b, tb_act_row_bytes(d->type, d->n_in));
+    }
+    return (b + 63) & ~(size_t)63;
+}
+
 /* Thread ith of a 2-thread split decode (one token, routed by tb_moe_route):
  * experts of ranks [ith K/2 ...) (ith 0: [0, K/2), 1: [K/2, K)), each
  * streamed whole on this thread: gate and up rows on xa (the quantized
- * norm row, n_embd), SwiGLU, h quantized, down; then y = their weighted
- * sum (moe_sum: the half that combine_rows computes on every other
- * path). No activation crosses threads. */
+ * norm row, n_embd), SwiGLU, h quantized, down; its output weighted into
+ * y right after (the router weight in the down's epilogue, while the row
+ * is in cache), so y is the half's weighted sum in rank order, the sum
+ * combine_rows computes on every other path (moe_add). No activation
+ * crosses threads, and neither do the scratch rows: rank k's g, u, h and
+ * down output are row k of eg, eu, hq (64-byte strides) and ed, the same
+ * lines token after token, where the routed row (row_of) would hand them
+ * between the cores as the experts' order changes. */
 void tb_moe_experts_half(tb_session_t *s, const tb_layer_t *L, const void *xa, float *y, int ith) {
     const tb_model_info_t *in = &s->m->info;
     const int64_t E = in->n_embd, F = in->n_ff_exp;
     const int K = in->n_expert_used, k0 = ith ? K / 2 : 0, k1 = ith ? K : K / 2;
     const tb_type_t dt = L->down_exps.type;
-    const size_t hs = tb_act_row_bytes(dt, F);
+    const size_t hs = s->hq_stride;
     const tb_swiglu_fn swiglu = tb_op_swiglu_for(tb_kernels()->isa);
+    assert(tb_act_row_bytes(dt, F) <= hs);
+    if (k0 == k1)
+        for (int64_t i = 0; i < E; i++) y[i] = 0.0f;
     for (int k = k0; k < k1; k++) {
         const size_t e = (size_t)s->sel[k];
-        const int32_t r = s->row_of[k];
-        float *g = s->eg + (int64_t)r * F, *u = s->eu + (int64_t)r * F;   /* (n_ff_exp) */
-        uint8_t *h = (uint8_t *)s->hq + (size_t)r * hs;
+        float *g = s->eg + (int64_t)k * F, *u = s->eu + (int64_t)k * F;   /* (n_ff_exp) */
+        float *d = s->ed + (int64_t)k * E;                                /* (n_embd) */
+        uint8_t *h = (uint8_t *)s->hq + (size_t)k * hs;
         const tb_lin_job_t jg = {.w = &L->gate_exps, .mat = e, .a = xa, .n_tok = 1, .y = g, .ldy = F};
         const tb_lin_job_t ju = {.w = &L->up_exps, .mat = e, .a = xa, .n_tok = 1, .y = u, .ldy = F};
         tb_lin_rows(&jg, 0, F);
         tb_lin_rows(&ju, 0, F);
         swiglu(g, u, F, L->clamp);
         tb_kernels()->t[dt].quantize_act(g, h, F);
-        const tb_lin_job_t jd = {.w = &L->down_exps, .mat = e, .a = h, .n_tok = 1,
-                                 .y = s->ed + (int64_t)r * E, .ldy = E};
+        const tb_lin_job_t jd = {.w = &L->down_exps, .mat = e, .a = h, .n_tok = 1, .y = d, .ldy = E};
         tb_lin_rows(&jd, 0, E);
+        moe_add(y, d, s->sel_w[k], k == k0, 0, E);
     }
-    moe_sum(s, y, 0, k0, k1, 0, E);
 }
 
 /* ===================================================================== */
@@ -265,7 +290,7 @@ void tb_moe_ffn(tb_session_t *s, int32_t il, int32_t n) {
 
     /* ---- h = swiglu(g, u) quantized (prologue), down of every active expert ---- */
     const bool down_f32 = tb_act_is_f32(L->down_exps.type);
-    c.h_stride = down_f32 ? (size_t)F * sizeof(float) : tb_act_row_bytes(L->down_exps.type, F);
+    c.h_stride = down_f32 ? (size_t)F * sizeof(float) : s->hq_stride;
     c.h = down_f32 ? (const void *)s->eg : s->hq;
     c.pro = (tb_lin_pro_t){.kind = TB_PRO_SWIGLU, .x = s->eg, .u = s->eu, .ld = F, .n_in = F,
                            .n = c.nr, .clamp = L->clamp, .wtype = L->down_exps.type,

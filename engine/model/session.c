@@ -117,11 +117,11 @@ static int alloc_buffers(tb_session_t *s) {
         s->ff_u = salloc(s, nb * F * f, &fail);
     }
     if (X) {
-        size_t xg_row = 0, hq_row = 0, router_row = 0;
+        size_t xg_row = 0, router_row = 0;
+        const size_t hq_row = s->hq_stride = tb_moe_hq_stride(m);
         for (int32_t il = 0; il < in->n_layer; il++) {
             const tb_layer_t *L = &m->layers[il];
             xg_row = TB_MAX(xg_row, act_of(&L->gate_exps));
-            hq_row = TB_MAX(hq_row, act_of(&L->down_exps));
             if (tb_type_traits(L->router.type)->vec_dot_type != TB_TYPE_F32)
                 router_row = TB_MAX(router_row, act_of(&L->router));
         }

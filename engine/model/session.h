@@ -74,7 +74,8 @@ struct tb_session {
     int32_t *exp_off;                /* (n_expert + 1) first routed row   */
     void *xg;                        /* (nr, act bytes of n_embd) gathered */
     float *eg, *eu;                  /* (nr, n_ff_exp) expert gate/up     */
-    void *hq;                        /* (nr, act bytes of n_ff_exp)        */
+    void *hq;                        /* (nr, hq_stride) down activations   */
+    size_t hq_stride;                /* tb_moe_hq_stride                    */
     float *ed;                       /* (nr, n_embd) weighted down output */
     tb_lin_job_t *jobs;              /* (2 * n_expert + 3)                */
 
@@ -160,5 +161,8 @@ void tb_moe_route(tb_session_t *s, int32_t n);
 /* Split decode, thread ith of 2: its half of the experts on quantized
  * norm row xa, their weighted sum into y (n_embd). */
 void tb_moe_experts_half(tb_session_t *s, const tb_layer_t *L, const void *xa, float *y, int ith);
+/* Bytes between rows of s->hq: the largest down activation row of any
+ * layer, rounded up to 64 (a cache line per row start). */
+size_t tb_moe_hq_stride(const tb_model_t *m);
 
 #endif
