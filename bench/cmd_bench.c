@@ -71,6 +71,8 @@ typedef struct {
     tb_bytes_per_token_t bpt;
     bench_result_t res[2];              /* the tests in the order run (pp, tg) */
     tb_profile_t prof;
+    tb_split_profile_t sprof;           /* --profile at 2 threads: the split passes */
+    double sprof_ms;                    /* that run's ms per token                  */
 } bench_var_t;
 
 /* Variant b against variant a over the same reps. */
@@ -84,18 +86,23 @@ typedef struct {
 /* Timing                                                                   */
 /* ---------------------------------------------------------------------- */
 
+/* What a timed eval profiles: nothing, its phases, or its split passes. */
+enum { PROF_NONE, PROF_PHASES, PROF_SPLIT };
+
 /* One timed eval of n tokens (prefill if batch, else one token at a time)
  * after the cache was filled to `depth` tokens (untimed, unprofiled); with
- * `profile` the session's per-phase profile covers exactly the timed eval.
- * Decoding, lat_ms (when not NULL) gets each token's latency (n). */
-static int time_eval(tb_session_t *s, int32_t n_vocab, int depth, int n, bool batch, bool profile,
+ * `profile` the session's per-phase (or split-pass) profile covers exactly
+ * the timed eval. Decoding, lat_ms (when not NULL) gets each token's
+ * latency (n). */
+static int time_eval(tb_session_t *s, int32_t n_vocab, int depth, int n, bool batch, int profile,
                      double *tps, double *lat_ms) {
     tb_session_reset(s);
     int32_t *ids = malloc(sizeof(int32_t) * (size_t)(n > depth ? n : depth) + sizeof(int32_t));
     if (!ids) return TB_ERR_NOMEM;
     for (int i = 0; i < (n > depth ? n : depth); i++) ids[i] = (int32_t)((i * 7919 + 13) % n_vocab);
     int rc = depth ? tb_session_eval(s, ids, depth, false) : TB_OK;
-    if (profile) tb_session_set_profile(s, true);
+    if (profile == PROF_PHASES) tb_session_set_profile(s, true);
+    if (profile == PROF_SPLIT) tb_session_set_split_profile(s, true);
     uint64_t t0 = tb_now_ns();
     if (!rc && batch) rc = tb_session_eval(s, ids, n, false);
     uint64_t prev = t0;
@@ -187,7 +194,7 @@ static int bench_test(bench_var_t *v, int nv, const bench_opts_t *o, bool batch,
     int rc = TB_OK, bad = -1;   /* bad: the variant whose eval failed */
     double warm;
     for (int k = 0; k < nv && !rc; k++)
-        if ((rc = time_eval(v[k].s, v[k].info.n_vocab, batch ? 0 : o->ctx, n, batch, false, &warm, NULL)))
+        if ((rc = time_eval(v[k].s, v[k].info.n_vocab, batch ? 0 : o->ctx, n, batch, PROF_NONE, &warm, NULL)))
             bad = k;
     if (!rc) rc = cmd_probe(o->threads, bw);
     for (int i = 0; !rc && i < R; i++)
@@ -196,7 +203,7 @@ static int bench_test(bench_var_t *v, int nv, const bench_opts_t *o, bool batch,
             const double before = *bw;
             double *tps = &v[k].res[ti].tps[i];
             double *lat = lat_all ? lat_all + ((size_t)k * (size_t)R + (size_t)i) * (size_t)n : NULL;
-            if ((rc = time_eval(v[k].s, v[k].info.n_vocab, batch ? 0 : o->ctx, n, batch, false, tps, lat)))
+            if ((rc = time_eval(v[k].s, v[k].info.n_vocab, batch ? 0 : o->ctx, n, batch, PROF_NONE, tps, lat)))
                 bad = k;
             if (!rc) rc = cmd_probe(o->threads, bw);
             const size_t at = (size_t)k * (size_t)R + (size_t)i;
@@ -341,6 +348,41 @@ static void print_json_reps(const bench_result_t *r, int R) {
     else printf("null");
 }
 
+/* The split passes of one more decode run at 2 threads (the split profile):
+ * per pass kind, passes per token and per pass the mean us of each
+ * thread's wait, prologue and work, and of the two ends' skew. */
+static void print_split_profile(const char *path, const tb_split_profile_t *sp, double ms_tok, int n_tok,
+                                bool json) {
+    if (json) {
+        printf("{\"split_profile\": \"tg%d\", \"model\": ", n_tok);
+        cmd_json_str(path);
+        printf(", \"ms_per_token\": %.4f, \"passes\": [", ms_tok);
+    } else {
+        printf("# split decode of %s, one more decode run (%d tokens, %.3f ms/token), us per pass, "
+               "thread 0 / thread 1:\n%-10s %9s %17s %17s %19s %9s\n",
+               base_name(path), n_tok, ms_tok, "pass", "pass/tok", "wait", "prologue", "work", "skew");
+    }
+    int first = 1;
+    for (int i = 0; i < TB_SPLIT_PASS_COUNT; i++) {
+        const tb_split_stats_t *st = &sp->pass[i];
+        if (!st->passes) continue;
+        const double np = (double)st->passes, us = 1e3 * np;   /* ns sums -> us per pass */
+        if (json)
+            printf("%s{\"pass\": \"%s\", \"passes_per_token\": %.3f, \"wait_us\": [%.3f, %.3f], "
+                   "\"prologue_us\": [%.3f, %.3f], \"work_us\": [%.3f, %.3f], \"skew_us\": %.3f}",
+                   first ? "" : ", ", tb_split_pass_name((tb_split_pass_t)i), np / n_tok, st->wait_ns[0] / us,
+                   st->wait_ns[1] / us, st->prologue_ns[0] / us, st->prologue_ns[1] / us, st->work_ns[0] / us,
+                   st->work_ns[1] / us, st->skew_ns / us);
+        else
+            printf("%-10s %9.1f %8.2f /%7.2f %8.2f /%7.2f %9.2f /%8.2f %9.2f\n",
+                   tb_split_pass_name((tb_split_pass_t)i), np / n_tok, st->wait_ns[0] / us, st->wait_ns[1] / us,
+                   st->prologue_ns[0] / us, st->prologue_ns[1] / us, st->work_ns[0] / us, st->work_ns[1] / us,
+                   st->skew_ns / us);
+        first = 0;
+    }
+    if (json) printf("]}\n");
+}
+
 static void print_json(const bench_var_t *v, int nv, int n_res, const bench_ratio_t *cmp,
                        const bench_opts_t *o, double bw_before, double bw_after) {
     const char *isa = tb_isa_name(tb_isa_active());
@@ -377,8 +419,10 @@ static void print_json(const bench_var_t *v, int nv, int n_res, const bench_rati
             printf(", \"ratio_median\": %.4f, \"ratio_min\": %.4f, \"ratio_max\": %.4f, \"faster_reps\": %d, "
                    "\"reps\": %d, \"sign_p\": %.4g}\n", c->median, c->min, c->max, c->faster, o->reps, c->sign_p);
         }
-    for (int k = 0; k < nv; k++)
+    for (int k = 0; k < nv; k++) {
         if (v[k].prof.tokens) print_profile(v[k].path, &v[k].prof, &v[k].bpt, v[k].res[n_res - 1].bw_median, true);
+        if (v[k].sprof.runs) print_split_profile(v[k].path, &v[k].sprof, v[k].sprof_ms, o->n_gen, true);
+    }
 }
 
 static void print_table(const bench_var_t *v, int nv, int n_res, const bench_ratio_t *cmp,
@@ -395,7 +439,8 @@ static void print_table(const bench_var_t *v, int nv, int n_res, const bench_rat
     for (int k = 0; k < nv; k++)
         if (o->profile && o->threads == 2 && v[k].info.split_layers > 0)
             printf("# %s: decode at 2 threads runs its layers split (two passes per dense layer, three per MoE "
-                   "layer); the profiled run below does not, so that its phases can be timed apart\n",
+                   "layer); the phase profile below does not, so that its phases can be timed apart, and the "
+                   "split profile after it times the split passes\n",
                    base_name(v[k].path));
     printf("# read bandwidth %.2f GB/s first, %.2f GB/s last; each rep is charged against the higher\n"
            "# of the probes taken just before and just after it (median roofline per test below)\n",
@@ -439,8 +484,10 @@ static void print_table(const bench_var_t *v, int nv, int n_res, const bench_rat
                    "sign test p = %.3g\n", v[k].res[t].test, base_name(v[k].path), base_name(v[0].path),
                    c->median, o->reps, c->min, c->max, c->faster, o->reps, c->sign_p);
         }
-    for (int k = 0; k < nv; k++)
+    for (int k = 0; k < nv; k++) {
         if (v[k].prof.tokens) print_profile(v[k].path, &v[k].prof, &v[k].bpt, v[k].res[n_res - 1].bw_median, false);
+        if (v[k].sprof.runs) print_split_profile(v[k].path, &v[k].sprof, v[k].sprof_ms, o->n_gen, false);
+    }
 }
 
 /* ---------------------------------------------------------------------- */
@@ -534,10 +581,16 @@ int cmd_bench(int argc, char **argv) {
     if (!rc && o.n_gen > 0) rc = bench_test(v, nv, &o, false, o.n_gen, &bw_after, n_res++);
     for (int k = 0; k < nv && !rc && o.profile && o.n_gen > 0; k++) {
         double tps;   /* untimed by the tests above: its own decode run */
-        rc = time_eval(v[k].s, v[k].info.n_vocab, o.ctx, o.n_gen, false, true, &tps, NULL);
+        rc = time_eval(v[k].s, v[k].info.n_vocab, o.ctx, o.n_gen, false, PROF_PHASES, &tps, NULL);
         if (rc) say_err(v[k].path);
         tb_session_get_profile(v[k].s, &v[k].prof);
         tb_session_set_profile(v[k].s, false);
+        if (rc || o.threads != 2 || v[k].info.split_layers == 0) continue;
+        rc = time_eval(v[k].s, v[k].info.n_vocab, o.ctx, o.n_gen, false, PROF_SPLIT, &tps, NULL);
+        if (rc) say_err(v[k].path);
+        tb_session_get_split_profile(v[k].s, &v[k].sprof);
+        tb_session_set_split_profile(v[k].s, false);
+        v[k].sprof_ms = 1e3 / tps;
     }
     bench_ratio_t cmp[2 * BENCH_MAX_MODELS];   /* (test, variant); every failure above was reported */
     for (int t = 0; t < n_res && !rc; t++)

@@ -527,6 +527,55 @@ void tb_session_get_profile(const tb_session_t *s, tb_profile_t *out);
 /* "qkv", "attention", ... ; "?" for an unknown phase. */
 const char *tb_phase_name(tb_phase_t p);
 
+/* ---- the split decode's passes (off by default) ----
+ * A decode step at 2 threads runs its split layers (see tb_model_info_t
+ * split_layers) as a few passes per layer that both threads go through
+ * in turn, each waiting before a pass only for the other to finish the
+ * one before; the phase profile above turns that off so that its phases
+ * can be timed apart. The split profile keeps it on and adds, per pass
+ * (four clock reads per thread), where each thread's time goes:
+ *   wait_ns      waiting for the other thread to finish the previous pass;
+ *   prologue_ns  its prologue: the previous pass's outputs folded into x,
+ *                RMSNorm and quantization of its own activation row
+ *                (none in an experts pass);
+ *   work_ns      the rest: its rows (Q/K/V and attention, gate and up,
+ *                router, experts), its output slice and any rows of the
+ *                other's it takes, and after a router pass thread 0's
+ *                routing;
+ *   skew_ns      |thread 1's end - thread 0's end|: what the one that
+ *                finished first then waits at the next pass.
+ * Passes: attention (A: Q/K/V, attention, Wo), ffn (dense: gate, up,
+ * down), router (MoE: router rows, routing), experts (MoE: the selected
+ * experts, each thread its half of the ranks). */
+typedef enum tb_split_pass {
+    TB_SPLIT_ATTN = 0,
+    TB_SPLIT_FFN,
+    TB_SPLIT_ROUTER,
+    TB_SPLIT_EXPERTS,
+    TB_SPLIT_PASS_COUNT
+} tb_split_pass_t;
+
+typedef struct tb_split_stats {
+    uint64_t passes;      /* passes of this kind run                       */
+    uint64_t wait_ns[2], prologue_ns[2], work_ns[2];   /* summed, per thread */
+    uint64_t skew_ns;     /* summed                                        */
+} tb_split_stats_t;
+
+typedef struct tb_split_profile {
+    tb_split_stats_t pass[TB_SPLIT_PASS_COUNT];
+    uint64_t runs;        /* pool runs of consecutive split layers (one per
+                             decode step when every layer splits)       */
+} tb_split_profile_t;
+
+/* Turn split-pass profiling on or off; either way the counters restart.
+ * It does not change what runs (a 1-thread session, or one whose layers do
+ * not split, counts nothing). */
+void tb_session_set_split_profile(tb_session_t *s, bool on);
+/* The counters since the last tb_session_set_split_profile. */
+void tb_session_get_split_profile(const tb_session_t *s, tb_split_profile_t *out);
+/* "attention", "ffn", "router", "experts"; "?" for an unknown pass. */
+const char *tb_split_pass_name(tb_split_pass_t p);
+
 /* ===================================================================== */
 /* Model synthesis and quantization                                       */
 /* ===================================================================== */

@@ -18,6 +18,27 @@ const char *tb_phase_name(tb_phase_t p) {
     return (unsigned)p < TB_PHASE_COUNT ? names[p] : "?";
 }
 
+static const char *const split_names[TB_SPLIT_PASS_COUNT] = {
+    [TB_SPLIT_ATTN] = "attention", [TB_SPLIT_FFN] = "ffn", [TB_SPLIT_ROUTER] = "router",
+    [TB_SPLIT_EXPERTS] = "experts",
+};
+
+const char *tb_split_pass_name(tb_split_pass_t p) {
+    return (unsigned)p < TB_SPLIT_PASS_COUNT ? split_names[p] : "?";
+}
+
+void tb_session_set_split_profile(tb_session_t *s, bool on) {
+    if (!s) return;
+    memset(&s->split_prof, 0, sizeof s->split_prof);
+    s->split_prof_on = on;
+}
+
+void tb_session_get_split_profile(const tb_session_t *s, tb_split_profile_t *out) {
+    if (!out) return;
+    if (!s) { memset(out, 0, sizeof *out); return; }
+    *out = s->split_prof;
+}
+
 /* Zero the pass clock's sums. */
 static void clock_clear(tb_pass_clock_t *c) { c->passes = c->wake_ns = c->prologue_ns = c->tail_ns = 0; }
 

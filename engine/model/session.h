@@ -90,6 +90,8 @@ struct tb_session {
     bool prof_on;
     tb_profile_t prof;
     tb_pass_clock_t clk;             /* the passes' timestamps (profile.c)  */
+    bool split_prof_on;
+    tb_split_profile_t split_prof;   /* tb_session_set_split_profile        */
 };
 
 /* ---- forward.c --------------------------------------------------------- */

@@ -40,6 +40,9 @@
 #include <string.h>
 
 typedef enum { PASS_ATTN, PASS_FFN, PASS_ROUTER, PASS_EXPERTS } split_kind;
+static_assert(PASS_ATTN == (int)TB_SPLIT_ATTN && PASS_FFN == (int)TB_SPLIT_FFN &&
+              PASS_ROUTER == (int)TB_SPLIT_ROUTER && PASS_EXPERTS == (int)TB_SPLIT_EXPERTS,
+              "a pass kind is its profile slot");
 
 /* One pass of a token's plan (tb_split_layers), shared by both threads. */
 typedef struct split_ctx {
@@ -62,6 +65,9 @@ typedef struct split_ctx {
     /* fin[k]: thread k is done with the pass (after an R pass, thread 0
      * also routed) */
     struct { _Alignas(64) _Atomic int done; } fin[2];
+    /* split profile (s->split_prof_on): thread k's clock at the pass's
+     * start, after its wait, after its prologue and at its end */
+    struct { _Alignas(64) uint64_t t[4]; } clk[2];
 } split_ctx;
 
 #define SPLIT_CHUNK 128           /* output rows per claim, at least */
@@ -91,6 +97,7 @@ static const void *split_prologue(split_ctx *c, int ith) {
                       .eps = in->norm_eps, .xn = c->keep_xn || f32 ? xn : NULL, .wtype = c->wtype,
                       .q = f32 ? NULL : a, .q_stride = f32 ? 0 : tb_act_row_bytes(c->wtype, E)};
     tb_lin_pro_items_run(&p, 0, tb_lin_pro_items(&p));
+    if (s->split_prof_on) c->clk[ith].t[2] = tb_now_ns();
     return f32 ? (const void *)xn : a;
 }
 
@@ -262,9 +269,13 @@ static void split_run(void *arg, int ith, int nth) {
     tb_session_t *s = P->c[0].s;
     const int64_t E = s->m->info.n_embd;
     memcpy(s->x_own + ith * E, s->x, (size_t)E * sizeof *s->x);   /* this thread's x */
+    const bool prof = s->split_prof_on;
     for (int p = 0; p < P->n; p++) {
         split_ctx *c = &P->c[p];
+        uint64_t *t = c->clk[ith].t;
+        if (prof) t[0] = tb_now_ns();
         if (p > 0) wait_fin(&P->c[p - 1], 1 - ith);
+        if (prof) t[1] = t[2] = tb_now_ns();   /* t[2]: the prologue's end, if it has one */
         switch (c->kind) {
         case PASS_ATTN: split_attn(c, ith); break;
         case PASS_FFN: split_ffn(c, ith); break;
@@ -275,8 +286,30 @@ static void split_run(void *arg, int ith, int nth) {
             wait_fin(c, 1);
             tb_moe_route(c->s, 1);
         }
+        if (prof) t[3] = tb_now_ns();
         atomic_store_explicit(&c->fin[ith].done, 1, memory_order_release);
     }
+}
+
+/* The plan's clocks into the session's split profile (after the run: the
+ * threads wrote them before their fin flags, which the caller's join saw). */
+static void split_profile_add(tb_session_t *s, const split_plan *P) {
+    tb_split_profile_t *sp = &s->split_prof;
+    for (int p = 0; p < P->n; p++) {
+        const split_ctx *c = &P->c[p];
+        tb_split_stats_t *st = &sp->pass[c->kind];
+        for (int k = 0; k < 2; k++) {
+            const uint64_t *t = c->clk[k].t;
+            assert(t[0] <= t[1] && t[1] <= t[2] && t[2] <= t[3]);
+            st->wait_ns[k] += t[1] - t[0];
+            st->prologue_ns[k] += t[2] - t[1];
+            st->work_ns[k] += t[3] - t[2];
+        }
+        const uint64_t e0 = c->clk[0].t[3], e1 = c->clk[1].t[3];
+        st->skew_ns += e1 > e0 ? e1 - e0 : e0 - e1;
+        st->passes++;
+    }
+    sp->runs++;
 }
 
 void tb_split_layers(tb_session_t *s, int32_t il0, int32_t il1) {
@@ -295,6 +328,7 @@ void tb_split_layers(tb_session_t *s, int32_t il0, int32_t il1) {
     }
     assert((size_t)P.n * sizeof(split_ctx) <= tb_split_plan_bytes(in));
     tb_pool_run(s->pool, split_run, &P);
+    if (s->split_prof_on) split_profile_add(s, &P);
     /* x as of the last prologue (both threads hold it; the last outputs
      * stay pending) */
     memcpy(s->x, s->x_own, (size_t)in->n_embd * sizeof *s->x);

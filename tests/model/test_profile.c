@@ -8,6 +8,14 @@
  *  - a decode token runs one pool pass per phase and layer (the head one),
  *    and each phase's wake / prologue / tail sums lie within its time;
  *  - profiling does not change the logits (bit-identical on and off).
+ * tb_session_set_split_profile / tb_session_get_split_profile, on models
+ * whose layers all split (llama-tiny Q4_0: dense, maple-tiny Q4_0: MoE):
+ *  - off by default, nothing on 1 thread, nothing while the phase profile
+ *    (which turns the split off) is on;
+ *  - on at 2 threads: one run per decode step, each layer's passes once
+ *    per step (attention and ffn, or attention, router and experts), both
+ *    threads' work counted, a prologue in every pass but the experts';
+ *  - the split-profiled decode's logits are the 1-thread ones bit for bit.
  * Times are only checked for consistency, never against a value.
  */
 #include <setjmp.h>
@@ -145,15 +153,91 @@ static void check_preset(const char *preset) {
     tb_model_free(m);
 }
 
+static void check_split(const char *preset, int type) {
+    tb_model_t *m;
+    if (th_load_split(preset, type, &m)) fail_msg("%s type %d: no model whose layers split", preset, type);
+    tb_model_info_t in;
+    assert_int_equal(tb_model_get_info(m, &in), TB_OK);
+    const int V = in.n_vocab, L = in.n_layer, n = 6;
+    const bool moe = in.n_expert > 0;
+    tb_session_params_t sp = tb_session_default_params();
+    sp.n_ctx = 16;
+    tb_session_t *s1, *s2;
+    assert_int_equal(th_sessions_1_2(m, sp, &s1, &s2), TB_OK);
+    int32_t ids[8];
+    th_prompt(ids, n, V, 11);
+    tb_split_profile_t p;
+
+    /* off by default; 1 thread: nothing; with the phase profile: nothing */
+    assert_int_equal(tb_session_eval(s2, &ids[0], 1, false), TB_OK);
+    tb_session_get_split_profile(s2, &p);
+    assert_int_equal(p.runs, 0);
+    tb_session_set_split_profile(s1, true);
+    assert_int_equal(tb_session_eval(s1, &ids[0], 1, false), TB_OK);
+    tb_session_get_split_profile(s1, &p);
+    assert_int_equal(p.runs, 0);
+    assert_int_equal(p.pass[TB_SPLIT_ATTN].passes, 0);
+    tb_session_set_split_profile(s1, false);
+    tb_session_set_split_profile(s2, true);
+    tb_session_set_profile(s2, true);
+    assert_int_equal(tb_session_eval(s2, &ids[1], 1, false), TB_OK);
+    tb_session_get_split_profile(s2, &p);
+    assert_int_equal(p.runs, 0);
+    tb_session_set_profile(s2, false);
+
+    /* on: every pass of every step, logits as on 1 thread */
+    tb_session_reset(s1);
+    tb_session_reset(s2);
+    tb_session_set_split_profile(s2, true);
+    for (int t = 0; t < n; t++) {
+        assert_int_equal(tb_session_eval(s1, &ids[t], 1, false), TB_OK);
+        assert_int_equal(tb_session_eval(s2, &ids[t], 1, false), TB_OK);
+        if (memcmp(tb_session_logits(s1, -1), tb_session_logits(s2, -1), sizeof(float) * (size_t)V))
+            fail_msg("%s: split-profiled decode differs from 1 thread at position %d", preset, t);
+    }
+    tb_session_get_split_profile(s2, &p);
+    assert_int_equal(p.runs, n);
+    for (int k = 0; k < TB_SPLIT_PASS_COUNT; k++) {
+        const tb_split_stats_t *st = &p.pass[k];
+        const bool ran = k == TB_SPLIT_ATTN || (k == TB_SPLIT_FFN) != moe;
+        if (st->passes != (ran ? (uint64_t)n * (uint64_t)L : 0))
+            fail_msg("%s: %llu %s passes, want %d", preset, (unsigned long long)st->passes,
+                     tb_split_pass_name((tb_split_pass_t)k), ran ? n * L : 0);
+        for (int th = 0; th < 2 && ran; th++) {
+            if (!st->work_ns[th]) fail_msg("%s: %s pass, thread %d: no work counted", preset,
+                                           tb_split_pass_name((tb_split_pass_t)k), th);
+            if ((st->prologue_ns[th] == 0) != (k == TB_SPLIT_EXPERTS))
+                fail_msg("%s: %s pass, thread %d: prologue %llu ns", preset,
+                         tb_split_pass_name((tb_split_pass_t)k), th, (unsigned long long)st->prologue_ns[th]);
+        }
+    }
+
+    /* off again: the counters restart */
+    tb_session_set_split_profile(s2, false);
+    assert_int_equal(tb_session_eval(s2, &ids[n - 1], 1, false), TB_OK);
+    tb_session_get_split_profile(s2, &p);
+    assert_int_equal(p.runs, 0);
+    assert_int_equal(p.pass[TB_SPLIT_ATTN].passes, 0);
+    assert_string_equal(tb_split_pass_name(TB_SPLIT_EXPERTS), "experts");
+    assert_string_equal(tb_split_pass_name((tb_split_pass_t)9), "?");
+    tb_session_free(s1);
+    tb_session_free(s2);
+    tb_model_free(m);
+}
+
 static void test_llama(void **st) { (void)st; check_preset("llama-tiny"); }
 static void test_maple(void **st) { (void)st; check_preset("maple-tiny"); }
 static void test_moe(void **st) { (void)st; check_preset("moe-tiny"); }
+static void test_split_llama(void **st) { (void)st; check_split("llama-tiny", TB_TYPE_Q4_0); }
+static void test_split_maple(void **st) { (void)st; check_split("maple-tiny", TB_TYPE_Q4_0); }
 
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_llama),
         cmocka_unit_test(test_maple),
         cmocka_unit_test(test_moe),
+        cmocka_unit_test(test_split_llama),
+        cmocka_unit_test(test_split_maple),
     };
     return cmocka_run_group_tests(tests, th_setup, th_teardown);
 }
