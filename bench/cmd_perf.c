@@ -118,6 +118,9 @@ typedef struct {
     int64_t rows, cols;      /* --shape: one shape (matvec and gemm), else 0 */
     bool json;
     bool hot;                /* --hot: one copy of the weights, read again and again */
+    bool ceiling;            /* --ceiling: every thread its own hot copy, at once */
+    int reps;                /* --ceiling: windows per (tier, thread count) */
+    int window_ms;           /* --ceiling: length of a window */
     double bw;               /* the probe: GB/s */
 } kernels_opts_t;
 
@@ -323,17 +326,178 @@ static int run_kernels_format(const kernels_opts_t *o, tb_type_t t, const tb_isa
     return 0;
 }
 
+/* ---------------------------------------------------------------------- */
+/* kernels --ceiling                                                        */
+/* ---------------------------------------------------------------------- */
+
+/* The arithmetic ceiling of a tier's matvec with n threads busy at once:
+ * each thread reads its own copy of a cache-resident matrix (HOT_BYTES of
+ * 2048-column rows) back to back for a window, and the figure is the
+ * weight bytes all of them went through per second. A lone thread's
+ * ceiling is what --hot measures; with every core busy the clock drops
+ * and shared resources are shared, which is what a 2-thread decode of a
+ * compute-heavy format meets. Against the probe at n threads it says
+ * whether that format can be memory-bound here: a ceiling under the probe
+ * means no threading makes its decode reach the roofline. */
+#define CEIL_COLS 2048
+
+typedef struct {
+    tb_weights_t *w;      /* this thread's copy (rows, CEIL_COLS) */
+    tb_act_t *a;          /* this thread's activations              */
+    float *y;             /* (rows)                                 */
+    uint64_t t_end;       /* in: stop after this instant            */
+    uint64_t ns, calls;   /* out: the thread's time and matvecs     */
+} ceil_seat_t;
+
+static void ceil_thread(void *arg, int ith, int nth) {
+    ceil_seat_t *s = &((ceil_seat_t *)arg)[ith];
+    (void)nth;
+    const uint64_t t0 = tb_now_ns();
+    uint64_t t = t0, calls = 0;
+    while (t < s->t_end) {
+        (void)tb_weights_matvec_act(NULL, s->w, 0, s->a, s->y);   /* checked in ceil_setup */
+        calls++;
+        t = tb_now_ns();
+    }
+    s->ns = t - t0;
+    s->calls = calls;
+}
+
+static void ceil_free(ceil_seat_t *seat, int n) {
+    for (int i = 0; i < n; i++) {
+        tb_weights_free(seat[i].w);
+        tb_act_free(seat[i].a);
+        free(seat[i].y);
+    }
+}
+
+/* nth seats of type t (rows x CEIL_COLS) for the tier active now, each
+ * run once (its result code checked, its copy brought into cache). */
+static int ceil_setup(tb_type_t t, int64_t rows, int nth, const float *x, ceil_seat_t *seat) {
+    const size_t wbytes = tb_type_row_bytes(t, CEIL_COLS) * (size_t)rows;
+    uint8_t *W = malloc(wbytes);   // (rows, CEIL_COLS)
+    int rc = W ? fill_weights(t, CEIL_COLS, W, wbytes) : TB_ERR_NOMEM;
+    for (int i = 0; i < nth && rc == TB_OK; i++) {
+        if ((rc = tb_weights_new(t, W, rows, CEIL_COLS, 1, &seat[i].w)) != TB_OK) break;
+        if ((rc = tb_act_new(t, CEIL_COLS, 1, &seat[i].a)) != TB_OK) break;
+        if ((rc = tb_act_set(seat[i].a, x)) != TB_OK) break;
+        if (!(seat[i].y = malloc(sizeof(float) * (size_t)rows))) { rc = TB_ERR_NOMEM; break; }
+        rc = tb_weights_matvec_act(NULL, seat[i].w, 0, seat[i].a, seat[i].y);
+    }
+    free(W);
+    if (rc == TB_OK) return 0;
+    fprintf(stderr, "ternbench kernels --ceiling: cannot set up %s %lldx%d: %s\n", tb_type_name(t),
+            (long long)rows, CEIL_COLS, rc == TB_ERR_NOMEM ? "out of memory" : tb_last_error());
+    ceil_free(seat, nth);
+    return 1;
+}
+
+/* Format t: for each window round, each thread count n = 1..N (a probe
+ * at n threads, then one window per tier, tiers interleaved). Reports per
+ * (tier, n) the best and median window and the best probe at n. */
+static int run_ceiling_format(const kernels_opts_t *o, tb_type_t t, const tb_isa_t *tiers, int n_tiers,
+                              tb_pool_t *const *pools) {
+    if (CEIL_COLS % tb_type_block_elems(t)) return 0;
+    const int N = o->threads;
+    int64_t rows = (int64_t)(HOT_BYTES / tb_type_row_bytes(t, CEIL_COLS)) / 16 * 16;
+    if (rows < 16) rows = 16;
+    const double wbytes = (double)tb_type_row_bytes(t, CEIL_COLS) * (double)rows;
+    float x[CEIL_COLS];
+    for (int j = 0; j < CEIL_COLS; j++) x[j] = (float)((j * 7919) % 2001 - 1000) / 1000.0f;
+    ceil_seat_t *seat = calloc((size_t)n_tiers * (size_t)N, sizeof *seat);          /* (tier, thread) */
+    double *g = malloc(sizeof(double) * (size_t)n_tiers * (size_t)N * (size_t)o->reps);   /* (tier, n, rep) GB/s */
+    double *bw = calloc((size_t)N, sizeof *bw);                                     /* (n) best probe */
+    uint64_t *least = calloc((size_t)n_tiers * (size_t)N, sizeof *least);            /* (tier, n) fewest calls */
+    int rc = !seat || !g || !bw || !least;
+    if (rc) fprintf(stderr, "ternbench kernels --ceiling: out of memory\n");
+    int ready = 0;
+    for (; ready < n_tiers && !rc; ready++) {
+        tb_isa_set(tiers[ready]);
+        if (ceil_setup(t, rows, N, x, seat + (size_t)ready * (size_t)N)) { rc = 1; break; }
+    }
+    for (int r = 0; r < o->reps && !rc; r++)
+        for (int n = 1; n <= N && !rc; n++) {
+            double p;
+            if ((rc = cmd_probe(n, &p))) break;
+            if (p > bw[n - 1]) bw[n - 1] = p;
+            for (int k = 0; k < n_tiers; k++) {
+                ceil_seat_t *s = seat + (size_t)k * (size_t)N;   /* (n) of this tier's seats */
+                tb_isa_set(tiers[k]);
+                const uint64_t end = tb_now_ns() + (uint64_t)o->window_ms * 1000000ull;
+                for (int i = 0; i < n; i++) s[i].t_end = end;
+                tb_pool_run(pools[n - 1], ceil_thread, s);
+                double sum = 0.0;   /* GB/s: bytes per ns, summed over the threads */
+                uint64_t *lc = &least[(size_t)k * (size_t)N + (size_t)(n - 1)];
+                for (int i = 0; i < n; i++) {
+                    sum += (double)s[i].calls * wbytes / (double)(s[i].ns ? s[i].ns : 1);
+                    if (r == 0 && i == 0) *lc = s[i].calls;
+                    if (s[i].calls < *lc) *lc = s[i].calls;
+                }
+                g[((size_t)k * (size_t)N + (size_t)(n - 1)) * (size_t)o->reps + (size_t)r] = sum;
+            }
+        }
+    for (int k = 0; k < n_tiers && !rc; k++)
+        for (int n = 1; n <= N; n++) {
+            tb_stats_summary_t sm;
+            tb_stats_summarize(g + ((size_t)k * (size_t)N + (size_t)(n - 1)) * (size_t)o->reps, (size_t)o->reps, &sm);
+            const double pct = 100.0 * sm.max / bw[n - 1];
+            if (o->json)
+                printf("{\"format\": \"%s\", \"isa\": \"%s\", \"kind\": \"ceiling\", \"rows\": %lld, \"cols\": %d, "
+                       "\"threads\": %d, \"reps\": %d, \"window_ms\": %d, \"gbps\": %.3f, \"median_gbps\": %.3f, "
+                       "\"per_thread_gbps\": %.3f, \"min_calls\": %llu, \"bandwidth_gbps\": %.3f, \"ceiling_pct\": %.2f}\n",
+                       tb_type_name(t), tb_isa_name(tiers[k]), (long long)rows, CEIL_COLS, n, o->reps, o->window_ms,
+                       sm.max, sm.median, sm.max / n, (unsigned long long)least[(size_t)k * (size_t)N + (size_t)(n - 1)],
+                       bw[n - 1], pct);
+            else
+                printf("%-6s %-8s ceiling %d thr %6lldx%-5d %8.2f GB/s (median %.2f) %7.2f per thread   probe %6.2f GB/s "
+                       "%6.1f %%\n", tb_type_name(t), tb_isa_name(tiers[k]), n, (long long)rows, CEIL_COLS, sm.max,
+                       sm.median, sm.max / n, bw[n - 1], pct);
+        }
+    for (int k = 0; k < ready; k++) ceil_free(seat + (size_t)k * (size_t)N, N);
+    free(seat);
+    free(g);
+    free(bw);
+    free(least);
+    return rc;
+}
+
+/* kernels --ceiling: a pool per thread count, then format by format. */
+static int run_ceiling(const kernels_opts_t *o, const tb_type_t *types, int n_types, const tb_isa_t *tiers,
+                       int n_tiers, tb_isa_t start) {
+    tb_pool_t *pools[64] = {NULL};   /* (n): a pool of n threads */
+    int rc = 0;
+    for (int n = 1; n <= o->threads && !rc; n++)
+        if (tb_pool_new(n, &pools[n - 1]) != TB_OK) {
+            fprintf(stderr, "ternbench kernels: %s\n", tb_last_error());
+            rc = 1;
+        }
+    if (!rc && !o->json)
+        printf("# arithmetic ceiling: 1..%d thread(s) at once, each its own copy (256 KiB of %d-column rows, read "
+               "from cache) back to back; %d round(s) of a %d ms window per tier, tiers interleaved, best (median); "
+               "probe: the best read bandwidth at as many threads, taken before each round's windows; %% = ceiling / "
+               "probe\n", o->threads, CEIL_COLS, o->reps, o->window_ms);
+    for (int i = 0; i < n_types && !rc; i++) rc = run_ceiling_format(o, types[i], tiers, n_tiers, pools);
+    for (int n = 0; n < o->threads; n++) tb_pool_free(pools[n]);
+    tb_isa_set(start);
+    return rc;
+}
+
 int cmd_kernels(int argc, char **argv) {
     static const tb_type_t all[] = {TB_TYPE_TQ2_0, TB_TYPE_TQ1_0, TB_TYPE_Q4_0, TB_TYPE_Q8_0,
                                     TB_TYPE_Q4_K, TB_TYPE_Q6_K, TB_TYPE_F16, TB_TYPE_BF16, TB_TYPE_F32};
-    kernels_opts_t o = {.threads = 2};
+    kernels_opts_t o = {.threads = 2, .reps = 3, .window_ms = 100};
     const char *fmt = NULL, *isa = NULL;
     for (int i = 1; i < argc; i++) {
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(argv[i], "--json")) { o.json = true; continue; }
         if (!strcmp(argv[i], "--hot")) { o.hot = true; continue; }
+        if (!strcmp(argv[i], "--ceiling")) { o.ceiling = true; continue; }
         if (!strcmp(argv[i], "-t") || !strcmp(argv[i], "--threads")) {
             if (cmd_arg_int(argv[0], argv[i], v, 1, 64, &o.threads)) return 2;
+        } else if (!strcmp(argv[i], "-r")) {
+            if (cmd_arg_int(argv[0], argv[i], v, 1, 1000, &o.reps)) return 2;
+        } else if (!strcmp(argv[i], "--window")) {
+            if (cmd_arg_int(argv[0], argv[i], v, 1, 60000, &o.window_ms)) return 2;
         } else if (!strcmp(argv[i], "--format") && v) {
             fmt = v;
         } else if (!strcmp(argv[i], "--isa") && v) {
@@ -349,10 +513,14 @@ int cmd_kernels(int argc, char **argv) {
             o.cols = c;
         } else {
             fprintf(stderr, "usage: ternbench kernels [--format F] [--isa I] [-t N] [--shape RxC] [--hot] [--json]\n"
+                            "       ternbench kernels --ceiling [--format F] [--isa I] [-t N] [-r R] [--window MS] [--json]\n"
                             "  --shape RxC  one matvec shape (and the gemm on it) instead of the decode set\n"
                             "  --hot        one copy of each matrix, so a shape that fits the caches is read\n"
                             "               from them: the kernel's arithmetic ceiling, not its roofline;\n"
                             "               without --shape, rows of 2048, 512 and 5632 columns, 256 KiB each\n"
+                            "  --ceiling    that ceiling with 1..N threads busy at once, each on its own 256 KiB\n"
+                            "               copy of 2048-column rows, against the probe at as many threads:\n"
+                            "               R rounds (default 3) of a MS-long window (default 100) per tier\n"
                             "  --json       one object per (format, tier, kind, shape), best and median;\n"
                             "               act_us: quantizing the activations, which the timed pass excludes\n");
             return 2;
@@ -400,6 +568,11 @@ int cmd_kernels(int argc, char **argv) {
                 (long long)o.rows, (long long)o.cols, tb_type_name(types[0]), (long long)tb_type_block_elems(types[0]));
         return 2;
     }
+    if (o.ceiling && (o.rows || o.hot)) {
+        fprintf(stderr, "ternbench kernels: --ceiling takes neither --shape nor --hot (its matrices are hot, 2048 columns)\n");
+        return 2;
+    }
+    if (o.ceiling) return run_ceiling(&o, types, n_types, tiers, n_tiers, start);
     if (cmd_probe(o.threads, &o.bw)) return 1;
     tb_pool_t *pool;
     if (tb_pool_new(o.threads, &pool) != TB_OK) {

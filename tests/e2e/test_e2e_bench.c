@@ -6,7 +6,7 @@
  * per-rep range; every rep was bracketed by probes, so the bandwidth behind
  * the median is positive). Also `bench -m A -m B` (interleaved files and
  * their paired comparison), `bandwidth -r R --json` (best probe and its
- * spread) and `kernels --shape --json`. Values are not timed against anything: only their consistency
+ * spread), `kernels --shape --json` and `kernels --ceiling --json`. Values are not timed against anything: only their consistency
  * is checked.
  */
 #include <stdarg.h>
@@ -360,6 +360,55 @@ static void test_kernels_json(void **state) {
     }
 }
 
+/* kernels --ceiling --json: one object per thread count 1..N, each with
+ * its hot copy (whole 16-row groups, at most 256 KiB), best no lower than
+ * median, per thread = total / n, every thread running in every window,
+ * the % against the probe at n threads;
+ * the options it refuses are usage errors. */
+static void test_kernels_ceiling(void **state) {
+    (void)state;
+    e2e_res_t r;
+    E2E_RUN(&r, E2E_NO_LIMIT, "kernels", "--ceiling", "--format", "q8_0", "--isa", "generic", "-t", "2", "-r", "2",
+            "--window", "5", "--json");
+    e2e_assert_clean(&r, "kernels --ceiling --json");
+    if (r.status != 0) fail_msg("kernels --ceiling: exit %d: %s", r.status, r.err);
+    const char *o = r.out;
+    char got[64];
+    for (int n = 1; n <= 2; n++) {
+        if (!*o) fail_msg("kernels --ceiling: %d object(s), want 2: %s", n - 1, r.out);
+        str(o, "kind", got, sizeof got);
+        assert_string_equal(got, "ceiling");
+        str(o, "isa", got, sizeof got);
+        assert_string_equal(got, "generic");
+        assert_int_equal((int)num(o, "threads"), n);
+        assert_int_equal((int)num(o, "reps"), 2);
+        assert_int_equal((int)num(o, "window_ms"), 5);
+        const double rows = num(o, "rows"), cols = num(o, "cols"), bytes = rows * cols / 32 * 34;
+        assert_int_equal((int)cols, 2048);
+        assert_true((int)rows % 16 == 0 && bytes <= 256.0 * 1024 && bytes + 16 * cols / 32 * 34 > 256.0 * 1024);
+        assert_true(num(o, "median_gbps") > 0 && num(o, "gbps") >= num(o, "median_gbps"));
+        assert_true(fabs(num(o, "per_thread_gbps") * n - num(o, "gbps")) < 1e-2 * num(o, "gbps"));
+        assert_true(num(o, "bandwidth_gbps") > 0);
+        assert_true(num(o, "min_calls") >= 1);   /* every thread ran in every window */
+        assert_true(fabs(num(o, "ceiling_pct") - 100.0 * num(o, "gbps") / num(o, "bandwidth_gbps")) < 0.01);
+        o = strchr(o, '\n') + 1;
+    }
+    if (*o) fail_msg("kernels --ceiling: more than two objects: %s", r.out);
+    e2e_res_free(&r);
+
+    static const char *const bad[][2] = {{"--shape", "16x256"}, {"--hot", NULL}, {"--window", "0"}};
+    static const char *const why[] = {"--ceiling takes neither", "--ceiling takes neither", "1..60000"};
+    for (int i = 0; i < 3; i++) {
+        if (bad[i][1])
+            E2E_RUN(&r, E2E_NO_LIMIT, "kernels", "--ceiling", "--format", "q8_0", bad[i][0], bad[i][1]);
+        else
+            E2E_RUN(&r, E2E_NO_LIMIT, "kernels", "--ceiling", "--format", "q8_0", bad[i][0]);
+        assert_int_equal(r.status, 2);
+        e2e_assert_err_has(&r, "kernels --ceiling", why[i], NULL);
+        e2e_res_free(&r);
+    }
+}
+
 int main(int argc, char **argv) {
     if (e2e_init(argc, argv, "bench") != 0) return 1;
     const struct CMUnitTest tests[] = {
@@ -367,6 +416,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_bench_compare),
         cmocka_unit_test(test_bandwidth_json),
         cmocka_unit_test(test_kernels_json),
+        cmocka_unit_test(test_kernels_ceiling),
     };
     int failed = cmocka_run_group_tests(tests, NULL, NULL);
     e2e_cleanup();
