@@ -543,7 +543,11 @@ const char *tb_phase_name(tb_phase_t p);
  *                other's it takes, and after a router pass thread 0's
  *                routing;
  *   skew_ns      |thread 1's end - thread 0's end|: what the one that
- *                finished first then waits at the next pass.
+ *                finished first then waits at the next pass;
+ *   attn_ns      attention passes only (0 in the others), part of
+ *                work_ns: the attention of the thread's kv heads (scores,
+ *                softmax, weighted sum over their K/V; the arithmetic that
+ *                does not stream weights).
  * Passes: attention (A: Q/K/V, attention, Wo), ffn (dense: gate, up,
  * down), router (MoE: router rows, routing), experts (MoE: the selected
  * experts, each thread its half of the ranks). */
@@ -559,6 +563,7 @@ typedef struct tb_split_stats {
     uint64_t passes;      /* passes of this kind run                       */
     uint64_t wait_ns[2], prologue_ns[2], work_ns[2];   /* summed, per thread */
     uint64_t skew_ns;     /* summed                                        */
+    uint64_t attn_ns[2];  /* summed, per thread (attention passes)         */
 } tb_split_stats_t;
 
 typedef struct tb_split_profile {

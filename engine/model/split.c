@@ -66,8 +66,9 @@ typedef struct split_ctx {
      * also routed) */
     struct { _Alignas(64) _Atomic int done; } fin[2];
     /* split profile (s->split_prof_on): thread k's clock at the pass's
-     * start, after its wait, after its prologue and at its end */
-    struct { _Alignas(64) uint64_t t[4]; } clk[2];
+     * start, after its wait, after its prologue and at its end; then, in
+     * an attention pass, before and after the attention of its kv heads */
+    struct { _Alignas(64) uint64_t t[6]; } clk[2];
 } split_ctx;
 
 #define SPLIT_CHUNK 128           /* output rows per claim, at least */
@@ -174,7 +175,9 @@ static void split_attn(split_ctx *c, int ith) {
     split_rows(&L->wq, xa, s->q, g0 * gq, g1 * gq);
     split_rows(&L->wk, xa, s->k, g0 * hd, g1 * hd);
     split_rows(&L->wv, xa, s->v, g0 * hd, g1 * hd);
+    if (s->split_prof_on) c->clk[ith].t[4] = tb_now_ns();
     tb_attention_heads(s, c->il, g0, g1, ith);
+    if (s->split_prof_on) c->clk[ith].t[5] = tb_now_ns();
     assert(g0 * gq == (ith ? L->wo_cut : 0) && g1 * gq == (ith ? L->wo.n_in : L->wo_cut));
     split_out(c, ith, L->wo_sl, s->att, g0 * gq, g1 * gq);
 }
@@ -304,6 +307,10 @@ static void split_profile_add(tb_session_t *s, const split_plan *P) {
             st->wait_ns[k] += t[1] - t[0];
             st->prologue_ns[k] += t[2] - t[1];
             st->work_ns[k] += t[3] - t[2];
+            if (c->kind == PASS_ATTN) {
+                assert(t[2] <= t[4] && t[4] <= t[5] && t[5] <= t[3]);
+                st->attn_ns[k] += t[5] - t[4];
+            }
         }
         const uint64_t e0 = c->clk[0].t[3], e1 = c->clk[1].t[3];
         st->skew_ns += e1 > e0 ? e1 - e0 : e0 - e1;

@@ -14,7 +14,8 @@
  *    (which turns the split off) is on;
  *  - on at 2 threads: one run per decode step, each layer's passes once
  *    per step (attention and ffn, or attention, router and experts), both
- *    threads' work counted, a prologue in every pass but the experts';
+ *    threads' work counted, a prologue in every pass but the experts',
+ *    attention time in attention passes only and within their work;
  *  - the split-profiled decode's logits are the 1-thread ones bit for bit.
  * Times are only checked for consistency, never against a value.
  */
@@ -210,6 +211,11 @@ static void check_split(const char *preset, int type) {
                 fail_msg("%s: %s pass, thread %d: prologue %llu ns", preset,
                          tb_split_pass_name((tb_split_pass_t)k), th, (unsigned long long)st->prologue_ns[th]);
         }
+        for (int th = 0; th < 2; th++)   /* attention: within the work of attention passes, nowhere else */
+            if ((st->attn_ns[th] != 0) != (k == TB_SPLIT_ATTN) || st->attn_ns[th] > st->work_ns[th])
+                fail_msg("%s: %s pass, thread %d: attention %llu ns of work %llu ns", preset,
+                         tb_split_pass_name((tb_split_pass_t)k), th, (unsigned long long)st->attn_ns[th],
+                         (unsigned long long)st->work_ns[th]);
     }
 
     /* off again: the counters restart */
