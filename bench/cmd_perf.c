@@ -12,6 +12,7 @@
 #include "ternbench.h"
 
 #include <math.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -345,20 +346,29 @@ typedef struct {
     tb_weights_t *w;      /* this thread's copy (rows, CEIL_COLS) */
     tb_act_t *a;          /* this thread's activations              */
     float *y;             /* (rows)                                 */
-    uint64_t t_end;       /* in: stop after this instant            */
     uint64_t ns, calls;   /* out: the thread's time and matvecs     */
 } ceil_seat_t;
 
+typedef struct {
+    ceil_seat_t *seat;    /* (n) */
+    uint64_t window_ns;
+    atomic_int arrived;   /* threads at the start line */
+} ceil_run_t;
+
+/* Thread ith: once all nth are at the start line (a late wake must not
+ * shorten its window), matvecs back to back for the window, at least one. */
 static void ceil_thread(void *arg, int ith, int nth) {
-    ceil_seat_t *s = &((ceil_seat_t *)arg)[ith];
-    (void)nth;
+    ceil_run_t *run = arg;
+    ceil_seat_t *s = &run->seat[ith];
+    atomic_fetch_add(&run->arrived, 1);
+    while (atomic_load(&run->arrived) < nth) {}
     const uint64_t t0 = tb_now_ns();
-    uint64_t t = t0, calls = 0;
-    while (t < s->t_end) {
+    uint64_t t, calls = 0;
+    do {
         (void)tb_weights_matvec_act(NULL, s->w, 0, s->a, s->y);   /* checked in ceil_setup */
         calls++;
         t = tb_now_ns();
-    }
+    } while (t - t0 < run->window_ns);
     s->ns = t - t0;
     s->calls = calls;
 }
@@ -423,9 +433,9 @@ static int run_ceiling_format(const kernels_opts_t *o, tb_type_t t, const tb_isa
             for (int k = 0; k < n_tiers; k++) {
                 ceil_seat_t *s = seat + (size_t)k * (size_t)N;   /* (n) of this tier's seats */
                 tb_isa_set(tiers[k]);
-                const uint64_t end = tb_now_ns() + (uint64_t)o->window_ms * 1000000ull;
-                for (int i = 0; i < n; i++) s[i].t_end = end;
-                tb_pool_run(pools[n - 1], ceil_thread, s);
+                ceil_run_t run = {.seat = s, .window_ns = (uint64_t)o->window_ms * 1000000ull};
+                atomic_init(&run.arrived, 0);
+                tb_pool_run(pools[n - 1], ceil_thread, &run);
                 double sum = 0.0;   /* GB/s: bytes per ns, summed over the threads */
                 uint64_t *lc = &least[(size_t)k * (size_t)N + (size_t)(n - 1)];
                 for (int i = 0; i < n; i++) {
