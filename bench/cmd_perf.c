@@ -335,9 +335,9 @@ static int run_kernels_format(const kernels_opts_t *o, tb_type_t t, const tb_isa
  * each thread reads its own copy of a cache-resident matrix (HOT_BYTES of
  * 2048-column rows) back to back for a window, and the figure is the
  * weight bytes all of them went through per second. A lone thread's
- * ceiling is what --hot measures; with every core busy the clock drops
- * and shared resources are shared, which is what a 2-thread decode of a
- * compute-heavy format meets. Against the probe at n threads it says
+ * ceiling is what --hot measures; with every core busy the clock may
+ * drop and whatever the cores share is shared, which is what a 2-thread
+ * decode of a compute-heavy format meets. Against the probe at n threads it says
  * whether that format can be memory-bound here: a ceiling under the probe
  * means no threading makes its decode reach the roofline. */
 #define CEIL_COLS 2048
