@@ -350,8 +350,9 @@ static void print_json_reps(const bench_result_t *r, int R) {
 
 /* The split passes of one more decode run at 2 threads (the split profile):
  * per pass kind, passes per token and per pass the mean us of each
- * thread's wait, prologue and work, and of the two ends' skew; for the
- * attention pass also the part of the work that was attention itself. */
+ * thread's wait, prologue and work, and of the two ends' skew; then the
+ * work's parts: its own rows, the attention (attention passes) and its
+ * output slice. */
 static void print_split_profile(const char *path, const tb_split_profile_t *sp, double ms_tok, int n_tok,
                                 bool json) {
     if (json) {
@@ -360,9 +361,11 @@ static void print_split_profile(const char *path, const tb_split_profile_t *sp, 
         printf(", \"ms_per_token\": %.4f, \"passes\": [", ms_tok);
     } else {
         printf("# split decode of %s, one more decode run (%d tokens, %.3f ms/token), us per pass, "
-               "thread 0 / thread 1 (attention: of the work, the attention of its kv heads):\n"
-               "%-10s %9s %17s %17s %19s %9s %17s\n",
-               base_name(path), n_tok, ms_tok, "pass", "pass/tok", "wait", "prologue", "work", "skew", "attention");
+               "thread 0 / thread 1; the work's parts: its own rows, attention, its output slice "
+               "(and other rows it took; after a router pass thread 0's routing):\n"
+               "%-10s %9s %17s %17s %19s %9s %19s %17s %17s\n",
+               base_name(path), n_tok, ms_tok, "pass", "pass/tok", "wait", "prologue", "work", "skew", "rows",
+               "attention", "out");
     }
     int first = 1;
     for (int i = 0; i < TB_SPLIT_PASS_COUNT; i++) {
@@ -372,18 +375,22 @@ static void print_split_profile(const char *path, const tb_split_profile_t *sp, 
         const bool attn = i == TB_SPLIT_ATTN;
         if (json) {
             printf("%s{\"pass\": \"%s\", \"passes_per_token\": %.3f, \"wait_us\": [%.3f, %.3f], "
-                   "\"prologue_us\": [%.3f, %.3f], \"work_us\": [%.3f, %.3f], \"skew_us\": %.3f",
+                   "\"prologue_us\": [%.3f, %.3f], \"work_us\": [%.3f, %.3f], \"skew_us\": %.3f, "
+                   "\"rows_us\": [%.3f, %.3f], \"out_us\": [%.3f, %.3f]",
                    first ? "" : ", ", tb_split_pass_name((tb_split_pass_t)i), np / n_tok, st->wait_ns[0] / us,
                    st->wait_ns[1] / us, st->prologue_ns[0] / us, st->prologue_ns[1] / us, st->work_ns[0] / us,
-                   st->work_ns[1] / us, st->skew_ns / us);
+                   st->work_ns[1] / us, st->skew_ns / us, st->rows_ns[0] / us, st->rows_ns[1] / us,
+                   st->out_ns[0] / us, st->out_ns[1] / us);
             if (attn) printf(", \"attention_us\": [%.3f, %.3f]", st->attn_ns[0] / us, st->attn_ns[1] / us);
             printf("}");
         } else {
-            printf("%-10s %9.1f %8.2f /%7.2f %8.2f /%7.2f %9.2f /%8.2f %9.2f", tb_split_pass_name((tb_split_pass_t)i),
-                   np / n_tok, st->wait_ns[0] / us, st->wait_ns[1] / us, st->prologue_ns[0] / us,
-                   st->prologue_ns[1] / us, st->work_ns[0] / us, st->work_ns[1] / us, st->skew_ns / us);
-            if (attn) printf(" %8.2f /%7.2f\n", st->attn_ns[0] / us, st->attn_ns[1] / us);
-            else printf(" %17s\n", "-");
+            printf("%-10s %9.1f %8.2f /%7.2f %8.2f /%7.2f %9.2f /%8.2f %9.2f %9.2f /%8.2f",
+                   tb_split_pass_name((tb_split_pass_t)i), np / n_tok, st->wait_ns[0] / us, st->wait_ns[1] / us,
+                   st->prologue_ns[0] / us, st->prologue_ns[1] / us, st->work_ns[0] / us, st->work_ns[1] / us,
+                   st->skew_ns / us, st->rows_ns[0] / us, st->rows_ns[1] / us);
+            if (attn) printf(" %8.2f /%7.2f", st->attn_ns[0] / us, st->attn_ns[1] / us);
+            else printf(" %17s", "-");
+            printf(" %8.2f /%7.2f\n", st->out_ns[0] / us, st->out_ns[1] / us);
         }
         first = 0;
     }

@@ -533,7 +533,7 @@ const char *tb_phase_name(tb_phase_t p);
  * in turn, each waiting before a pass only for the other to finish the
  * one before; the phase profile above turns that off so that its phases
  * can be timed apart. The split profile keeps it on and adds, per pass
- * (four clock reads per thread), where each thread's time goes:
+ * (six clock reads per thread), where each thread's time goes:
  *   wait_ns      waiting for the other thread to finish the previous pass;
  *   prologue_ns  its prologue: the previous pass's outputs folded into x,
  *                RMSNorm and quantization of its own activation row
@@ -543,11 +543,18 @@ const char *tb_phase_name(tb_phase_t p);
  *                other's it takes, and after a router pass thread 0's
  *                routing;
  *   skew_ns      |thread 1's end - thread 0's end|: what the one that
- *                finished first then waits at the next pass;
- *   attn_ns      attention passes only (0 in the others), part of
- *                work_ns: the attention of the thread's kv heads (scores,
- *                softmax, weighted sum over their K/V; the arithmetic that
- *                does not stream weights).
+ *                finished first then waits at the next pass.
+ * And work_ns in parts (work = rows + attn + out, plus a dense ffn
+ * pass's SwiGLU between its rows and its output slice):
+ *   rows_ns      its own rows: Q/K/V (attention), gate and up (ffn), its
+ *                router rows (router), its experts whole (experts);
+ *   attn_ns      attention passes only (0 in the others): the attention
+ *                of its kv heads (scores, softmax, weighted sum over their
+ *                K/V; arithmetic that streams no weights);
+ *   out_ns       its output slice (its activation half quantized, its Wo
+ *                or down rows) and any rows of the other slice it takes;
+ *                after a router pass, thread 0's wait for the other's rows
+ *                and its routing (0 in experts passes).
  * Passes: attention (A: Q/K/V, attention, Wo), ffn (dense: gate, up,
  * down), router (MoE: router rows, routing), experts (MoE: the selected
  * experts, each thread its half of the ranks). */
@@ -563,7 +570,7 @@ typedef struct tb_split_stats {
     uint64_t passes;      /* passes of this kind run                       */
     uint64_t wait_ns[2], prologue_ns[2], work_ns[2];   /* summed, per thread */
     uint64_t skew_ns;     /* summed                                        */
-    uint64_t attn_ns[2];  /* summed, per thread (attention passes)         */
+    uint64_t rows_ns[2], attn_ns[2], out_ns[2];        /* summed, per thread: parts of work_ns */
 } tb_split_stats_t;
 
 typedef struct tb_split_profile {

@@ -66,8 +66,9 @@ typedef struct split_ctx {
      * also routed) */
     struct { _Alignas(64) _Atomic int done; } fin[2];
     /* split profile (s->split_prof_on): thread k's clock at the pass's
-     * start, after its wait, after its prologue and at its end; then, in
-     * an attention pass, before and after the attention of its kv heads */
+     * start, after its wait, after its prologue and at its end; then at
+     * the end of its own rows (before attention or SwiGLU) and at the
+     * start of its output slice (or of thread 0's routing) */
     struct { _Alignas(64) uint64_t t[6]; } clk[2];
 } split_ctx;
 
@@ -100,6 +101,11 @@ static const void *split_prologue(split_ctx *c, int ith) {
     tb_lin_pro_items_run(&p, 0, tb_lin_pro_items(&p));
     if (s->split_prof_on) c->clk[ith].t[2] = tb_now_ns();
     return f32 ? (const void *)xn : a;
+}
+
+/* Split profile stamp k (4: own rows done, 5: output slice starts). */
+static void split_stamp(split_ctx *c, int ith, int k) {
+    if (c->s->split_prof_on) c->clk[ith].t[k] = tb_now_ns();
 }
 
 /* Rows [r0, r1) of w on activation row a into y. */
@@ -175,9 +181,9 @@ static void split_attn(split_ctx *c, int ith) {
     split_rows(&L->wq, xa, s->q, g0 * gq, g1 * gq);
     split_rows(&L->wk, xa, s->k, g0 * hd, g1 * hd);
     split_rows(&L->wv, xa, s->v, g0 * hd, g1 * hd);
-    if (s->split_prof_on) c->clk[ith].t[4] = tb_now_ns();
+    split_stamp(c, ith, 4);
     tb_attention_heads(s, c->il, g0, g1, ith);
-    if (s->split_prof_on) c->clk[ith].t[5] = tb_now_ns();
+    split_stamp(c, ith, 5);
     assert(g0 * gq == (ith ? L->wo_cut : 0) && g1 * gq == (ith ? L->wo.n_in : L->wo_cut));
     split_out(c, ith, L->wo_sl, s->att, g0 * gq, g1 * gq);
 }
@@ -189,7 +195,9 @@ static void split_ffn(split_ctx *c, int ith) {
     const int64_t f0 = ith ? L->down_cut : 0, f1 = ith ? L->ffn_down.n_in : L->down_cut;
     split_rows(&L->ffn_gate, xa, s->ff_g, f0, f1);
     split_rows(&L->ffn_up, xa, s->ff_u, f0, f1);
+    split_stamp(c, ith, 4);
     tb_op_swiglu_for(tb_kernels()->isa)(s->ff_g + f0, s->ff_u + f0, f1 - f0, INFINITY);
+    split_stamp(c, ith, 5);
     split_out(c, ith, L->down_sl, s->ff_g, f0, f1);
 }
 
@@ -202,12 +210,16 @@ static void split_router(split_ctx *c, int ith) {
     const tb_weight_t *r = &c->L->router;
     const int64_t cut = r->n_out / 32 * 16;
     split_rows(r, s->xn_own + ith * s->m->info.n_embd, s->router, ith ? cut : 0, ith ? r->n_out : cut);
+    split_stamp(c, ith, 4);
+    split_stamp(c, ith, 5);
 }
 
 /* E: this thread's experts on the row its R prologue quantized. */
 static void split_experts(split_ctx *c, int ith) {
     tb_session_t *s = c->s;
     tb_moe_experts_half(s, c->L, (const uint8_t *)s->act_own + (size_t)ith * s->act_bytes, c->yout[ith], ith);
+    split_stamp(c, ith, 4);
+    split_stamp(c, ith, 5);
 }
 
 /* ===================================================================== */
@@ -307,10 +319,10 @@ static void split_profile_add(tb_session_t *s, const split_plan *P) {
             st->wait_ns[k] += t[1] - t[0];
             st->prologue_ns[k] += t[2] - t[1];
             st->work_ns[k] += t[3] - t[2];
-            if (c->kind == PASS_ATTN) {
-                assert(t[2] <= t[4] && t[4] <= t[5] && t[5] <= t[3]);
-                st->attn_ns[k] += t[5] - t[4];
-            }
+            assert(t[2] <= t[4] && t[4] <= t[5] && t[5] <= t[3]);
+            st->rows_ns[k] += t[4] - t[2];
+            st->out_ns[k] += t[3] - t[5];
+            if (c->kind == PASS_ATTN) st->attn_ns[k] += t[5] - t[4];
         }
         const uint64_t e0 = c->clk[0].t[3], e1 = c->clk[1].t[3];
         st->skew_ns += e1 > e0 ? e1 - e0 : e0 - e1;

@@ -15,7 +15,8 @@
  *  - on at 2 threads: one run per decode step, each layer's passes once
  *    per step (attention and ffn, or attention, router and experts), both
  *    threads' work counted, a prologue in every pass but the experts',
- *    attention time in attention passes only and within their work;
+ *    the work's parts (rows, attention in attention passes only, an
+ *    output slice in attention and ffn passes) within it;
  *  - the split-profiled decode's logits are the 1-thread ones bit for bit.
  * Times are only checked for consistency, never against a value.
  */
@@ -211,11 +212,20 @@ static void check_split(const char *preset, int type) {
                 fail_msg("%s: %s pass, thread %d: prologue %llu ns", preset,
                          tb_split_pass_name((tb_split_pass_t)k), th, (unsigned long long)st->prologue_ns[th]);
         }
-        for (int th = 0; th < 2; th++)   /* attention: within the work of attention passes, nowhere else */
-            if ((st->attn_ns[th] != 0) != (k == TB_SPLIT_ATTN) || st->attn_ns[th] > st->work_ns[th])
-                fail_msg("%s: %s pass, thread %d: attention %llu ns of work %llu ns", preset,
-                         tb_split_pass_name((tb_split_pass_t)k), th, (unsigned long long)st->attn_ns[th],
-                         (unsigned long long)st->work_ns[th]);
+        for (int th = 0; th < 2; th++) {   /* the work's parts: rows always, attention only in attention
+                                              passes, an output slice in attention and ffn passes (and
+                                              thread 0's routing after a router pass) */
+            const char *pn = tb_split_pass_name((tb_split_pass_t)k);
+            const unsigned long long r = st->rows_ns[th], a = st->attn_ns[th], o = st->out_ns[th],
+                                     w = st->work_ns[th];
+            if ((a != 0) != (k == TB_SPLIT_ATTN)) fail_msg("%s: %s pass, thread %d: attention %llu ns", preset, pn, th, a);
+            if (ran && !r) fail_msg("%s: %s pass, thread %d: no rows counted", preset, pn, th);
+            const bool has_out = k == TB_SPLIT_ATTN || k == TB_SPLIT_FFN || (k == TB_SPLIT_ROUTER && th == 0);
+            if (ran && has_out && !o) fail_msg("%s: %s pass, thread %d: no output slice counted", preset, pn, th);
+            if (r + a + o > w)
+                fail_msg("%s: %s pass, thread %d: rows %llu + attention %llu + out %llu ns > work %llu ns", preset,
+                         pn, th, r, a, o, w);
+        }
     }
 
     /* off again: the counters restart */
