@@ -21,7 +21,14 @@ probes either side of it, and is "settled" in the low or high state when
 both probes are on the same side of GBPS and within 15 % of each other;
 the rest ran while the state changed ("mixed"). Per (file, test): medians
 of the settled repetitions' roofline % and tok/s in each state, and of the
-mixed ones, with counts. Python 3 standard library only.
+mixed ones, with counts.
+
+`ternbench kernels --ceiling --json` objects (tools/rounds.sh adds them
+after each round's benches) give a last table: per format, its highest
+tier's arithmetic ceiling at the most threads measured, split by that
+object's probe at as many threads (low / high as above): medians of the
+ceiling GB/s, the probe and ceiling_pct, with counts, and the median
+1-thread ceiling. Python 3 standard library only.
 """
 import collections
 import json
@@ -79,6 +86,29 @@ def rep_table(tests, split):
               f"{g('low', 1):9.1f} {g('high', 1):10.1f}")
 
 
+TIERS = ("ref", "generic", "avx2", "avx512", "neon")   # dispatch order: the last present is the best
+
+
+def ceiling_table(ceil, split):
+    """The kernels --ceiling table: per format, its best tier's ceilings."""
+    if not ceil:
+        return
+    print(f"\nceiling: {'format':6} {'isa':8} {'thr':>3} {'low GB/s':>8} {'probe':>6} {'%':>6} {'n':>3}"
+          f" {'high GB/s':>9} {'probe':>6} {'%':>6} {'n':>3} {'1 thr GB/s':>10}")
+    for fmt, v in sorted(ceil.items()):
+        isa = max((x["isa"] for x in v), key=lambda i: TIERS.index(i) if i in TIERS else -1)
+        v = [x for x in v if x["isa"] == isa]
+        n = max(x["threads"] for x in v)
+        top = [x for x in v if x["threads"] == n]
+        lo = [x for x in top if x["bandwidth_gbps"] < split]
+        hi = [x for x in top if x["bandwidth_gbps"] >= split]
+        g = lambda xs, k: med([x[k] for x in xs])
+        one = med([x["gbps"] for x in v if x["threads"] == 1])
+        print(f"ceiling: {fmt:6} {isa:8} {n:3} {g(lo, 'gbps'):8.1f} {g(lo, 'bandwidth_gbps'):6.1f} "
+              f"{g(lo, 'ceiling_pct'):6.1f} {len(lo):3} {g(hi, 'gbps'):9.1f} {g(hi, 'bandwidth_gbps'):6.1f} "
+              f"{g(hi, 'ceiling_pct'):6.1f} {len(hi):3} {one:10.1f}")
+
+
 def main(argv):
     split = 42.0
     files = []
@@ -98,6 +128,7 @@ def main(argv):
         return 2
     tests = collections.defaultdict(list)
     cmps = collections.defaultdict(list)
+    ceil = collections.defaultdict(list)
     for f in files:
         with open(f) as fh:
             for ln, line in enumerate(fh, 1):
@@ -111,16 +142,22 @@ def main(argv):
                 if not isinstance(r, dict):
                     sys.stderr.write(f"{f}:{ln}: not a JSON object\n")
                     return 1
+                is_ceil = r.get("kind") == "ceiling"
                 need = (("model", "roofline_pct", "bandwidth_gbps", "tokens_per_s") if "test" in r
-                        else ("model", "baseline", "ratio_median", "faster_reps", "reps") if "compare" in r else ())
+                        else ("model", "baseline", "ratio_median", "faster_reps", "reps") if "compare" in r
+                        else ("format", "isa", "threads", "gbps", "bandwidth_gbps", "ceiling_pct") if is_ceil
+                        else ())
                 missing = [k for k in need if k not in r]
                 if missing:
-                    sys.stderr.write(f"{f}:{ln}: no {', '.join(missing)} in a bench --json object\n")
+                    what = "kernels --ceiling" if is_ceil else "bench"
+                    sys.stderr.write(f"{f}:{ln}: no {', '.join(missing)} in a {what} --json object\n")
                     return 1
                 if "test" in r:
                     tests[(name(r["model"]), r["test"])].append(r)
                 elif "compare" in r:
                     cmps[(name(r["model"]), name(r["baseline"]), r["compare"])].append(r)
+                elif is_ceil:
+                    ceil[r["format"]].append(r)
     print(f"{'file':24} {'test':6} {'n':>3} {'all %':>6} {'range':>12} {'low %':>6} {'n':>3} {'high %':>6} {'n':>3}"
           f" {'p50 low':>7} {'p50 high':>8} {'stall %':>7} {'tok/s low':>9} {'tok/s high':>10}")
     for (f, t), v in sorted(tests.items()):
@@ -143,6 +180,7 @@ def main(argv):
               f"{m} faster in {faster} of {reps} repetitions")
         print(f"{t} {b} / {m}: {med(inv):.3f} ({min(inv):.3f}-{max(inv):.3f}, {len(v)} rounds), "
               f"{b} faster in {reps - faster} of {reps} repetitions")
+    ceiling_table(ceil, split)
     return 0
 
 

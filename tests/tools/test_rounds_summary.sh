@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # test_rounds_summary.sh — tools/rounds_summary.py on a fixture of three
-# rounds (two under the 42 GB/s split, one over): every figure below is
-# worked out by hand from tests/tools/rounds.jsonl.
+# rounds (two under the 42 GB/s split, one over), bench and kernels --ceiling
+# objects: every figure below is worked out by hand from tests/tools/rounds.jsonl.
 set -euo pipefail
 src=${TB_SOURCE_ROOT:?}
 out=$(python3 "$src/tools/rounds_summary.py" "$src/tests/tools/rounds.jsonl")
@@ -25,10 +25,20 @@ rep=$(grep -E "^per repetition: a +tg64 " <<<"$out") || fail "no per-repetition 
 read -r -a ra <<<"${rep#per repetition: }"
 [ "${ra[*]}" = "a tg64 5 100.0 1 95.0 3 55.0 1 100.0 190.0" ] || fail "per-repetition row a: ${ra[*]}"
 if grep -qE "^per repetition: b " <<<"$out"; then fail "a per-repetition row for b, which lists no repetitions"; fi
-# --split 35.5 moves round 2 (36 GB/s) to the high state: a low 90.0 (1), high 82.0 (2)
+# kernels --ceiling objects (format x1): the best tier only (avx512; generic's 999 GB/s must not
+# count), at 2 threads: low rounds 1, 2 -> GB/s 56, 54 -> 55.0, probe 35, 36 -> 35.5, % 160, 150 ->
+# 155.0 (2); high round 3 -> 54.0, 60.0, 90.0 (1); 1 thread 29, 30, 28 -> 29.0
+ceil=$(grep -E "^ceiling: x1 " <<<"$out") || fail "no ceiling row for x1"
+read -r -a c <<<"${ceil#ceiling: }"
+[ "${c[*]}" = "x1 avx512 2 55.0 35.5 155.0 2 54.0 60.0 90.0 1 29.0" ] || fail "ceiling row x1: ${c[*]}"
+# --split 35.5 moves round 2 (36 GB/s) to the high state: a low 90.0 (1), high 82.0 (2); the
+# ceiling's low 56.0 35.0 160.0 (1), high 54.0, probes 36, 60 -> 48.0, % 150, 90 -> 120.0 (2)
 out=$(python3 "$src/tools/rounds_summary.py" --split 35.5 "$src/tests/tools/rounds.jsonl")
 read -r -a a <<<"$(line a)"
 [ "${a[5]} ${a[6]} ${a[7]} ${a[8]}" = "90.0 1 82.0 2" ] || fail "--split: ${a[*]}"
+ceil=$(grep -E "^ceiling: x1 " <<<"$out") || fail "no ceiling row for x1 (--split)"
+read -r -a c <<<"${ceil#ceiling: }"
+[ "${c[*]}" = "x1 avx512 2 56.0 35.0 160.0 1 54.0 48.0 120.0 2 29.0" ] || fail "--split ceiling row x1: ${c[*]}"
 # a line that is not JSON names the file and line, exit 1
 bad=$(mktemp)
 trap 'rm -f "$bad"' EXIT
@@ -40,4 +50,8 @@ grep -q "$bad:2: not a JSON object" <<<"$msg" || fail "bad input message: $msg"
 printf '{"test": "tg64", "model": "x"}\n' > "$bad"
 if msg=$(python3 "$src/tools/rounds_summary.py" "$bad" 2>&1); then fail "incomplete object accepted"; fi
 grep -q "$bad:1: no roofline_pct, bandwidth_gbps, tokens_per_s" <<<"$msg" || fail "incomplete object message: $msg"
+printf '{"kind": "ceiling", "format": "x1", "isa": "avx512", "threads": 2}\n' > "$bad"
+if msg=$(python3 "$src/tools/rounds_summary.py" "$bad" 2>&1); then fail "incomplete ceiling object accepted"; fi
+grep -q "$bad:1: no gbps, bandwidth_gbps, ceiling_pct in a kernels --ceiling --json object" <<<"$msg" ||
+  fail "incomplete ceiling object message: $msg"
 echo "rounds_summary: ok"
