@@ -387,7 +387,8 @@ static void test_kernels_ceiling(void **state) {
         assert_int_equal((int)cols, 2048);
         assert_true((int)rows % 16 == 0 && bytes <= 256.0 * 1024 && bytes + 16 * cols / 32 * 34 > 256.0 * 1024);
         assert_true(num(o, "median_gbps") > 0 && num(o, "gbps") >= num(o, "median_gbps"));
-        assert_true(fabs(num(o, "per_thread_gbps") * n - num(o, "gbps")) < 1e-2 * num(o, "gbps"));
+        /* both printed to 3 decimals: a slow tier's small figures round by up to 0.0005 each */
+        assert_true(fabs(num(o, "per_thread_gbps") * n - num(o, "gbps")) < 1e-2 * num(o, "gbps") + 2e-3);
         assert_true(num(o, "bandwidth_gbps") > 0);
         assert_true(num(o, "min_calls") >= 1);   /* every thread ran in every window */
         assert_true(fabs(num(o, "ceiling_pct") - 100.0 * num(o, "gbps") / num(o, "bandwidth_gbps")) < 0.01);
