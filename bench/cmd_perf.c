@@ -381,25 +381,27 @@ static void ceil_free(ceil_seat_t *seat, int n) {
     }
 }
 
-/* nth seats of type t (rows x CEIL_COLS) for the tier active now, each
- * run once (its result code checked, its copy brought into cache). */
-static int ceil_setup(tb_type_t t, int64_t rows, int nth, const float *x, ceil_seat_t *seat) {
-    const size_t wbytes = tb_type_row_bytes(t, CEIL_COLS) * (size_t)rows;
-    uint8_t *W = malloc(wbytes);   // (rows, CEIL_COLS)
-    int rc = W ? fill_weights(t, CEIL_COLS, W, wbytes) : TB_ERR_NOMEM;
-    for (int i = 0; i < nth && rc == TB_OK; i++) {
-        if ((rc = tb_weights_new(t, W, rows, CEIL_COLS, 1, &seat[i].w)) != TB_OK) break;
-        if ((rc = tb_act_new(t, CEIL_COLS, 1, &seat[i].a)) != TB_OK) break;
-        if ((rc = tb_act_set(seat[i].a, x)) != TB_OK) break;
-        if (!(seat[i].y = malloc(sizeof(float) * (size_t)rows))) { rc = TB_ERR_NOMEM; break; }
-        rc = tb_weights_matvec_act(NULL, seat[i].w, 0, seat[i].a, seat[i].y);
+/* nth seats of type t (rows x CEIL_COLS) for tier `tier`, prepared as
+ * kernels' own matrices are (kernels_setup, kernels_acts), each run once
+ * (its result code checked, its copy brought into cache). */
+static int ceil_setup(tb_type_t t, tb_isa_t tier, int64_t rows, int nth, const float *x, ceil_seat_t *seat) {
+    for (int i = 0; i < nth; i++) {
+        ceil_seat_t *st = &seat[i];
+        if (kernels_setup(t, rows, CEIL_COLS, 1, &tier, 1, &st->w) || kernels_acts(t, CEIL_COLS, 1, 1, &st->a)) {
+            ceil_free(seat, nth);
+            return 1;
+        }
+        int rc = tb_act_set(st->a, x);
+        if (rc == TB_OK && !(st->y = malloc(sizeof(float) * (size_t)rows))) rc = TB_ERR_NOMEM;
+        if (rc == TB_OK) rc = tb_weights_matvec_act(NULL, st->w, 0, st->a, st->y);
+        if (rc != TB_OK) {
+            fprintf(stderr, "ternbench kernels --ceiling: %s %lldx%d: %s\n", tb_type_name(t), (long long)rows,
+                    CEIL_COLS, rc == TB_ERR_NOMEM ? "out of memory" : tb_last_error());
+            ceil_free(seat, nth);
+            return 1;
+        }
     }
-    free(W);
-    if (rc == TB_OK) return 0;
-    fprintf(stderr, "ternbench kernels --ceiling: cannot set up %s %lldx%d: %s\n", tb_type_name(t),
-            (long long)rows, CEIL_COLS, rc == TB_ERR_NOMEM ? "out of memory" : tb_last_error());
-    ceil_free(seat, nth);
-    return 1;
+    return 0;
 }
 
 /* Format t: for each window round, each thread count n = 1..N (a probe
@@ -421,10 +423,8 @@ static int run_ceiling_format(const kernels_opts_t *o, tb_type_t t, const tb_isa
     int rc = !seat || !g || !bw || !least;
     if (rc) fprintf(stderr, "ternbench kernels --ceiling: out of memory\n");
     int ready = 0;
-    for (; ready < n_tiers && !rc; ready++) {
-        tb_isa_set(tiers[ready]);
-        if (ceil_setup(t, rows, N, x, seat + (size_t)ready * (size_t)N)) { rc = 1; break; }
-    }
+    for (; ready < n_tiers && !rc; ready++)
+        if (ceil_setup(t, tiers[ready], rows, N, x, seat + (size_t)ready * (size_t)N)) { rc = 1; break; }
     for (int r = 0; r < o->reps && !rc; r++)
         for (int n = 1; n <= N && !rc; n++) {
             double p;

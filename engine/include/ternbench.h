@@ -533,7 +533,7 @@ const char *tb_phase_name(tb_phase_t p);
  * in turn, each waiting before a pass only for the other to finish the
  * one before; the phase profile above turns that off so that its phases
  * can be timed apart. The split profile keeps it on and adds, per pass
- * (six clock reads per thread), where each thread's time goes:
+ * (at most six clock reads per thread), where each thread's time goes:
  *   wait_ns      waiting for the other thread to finish the previous pass;
  *   prologue_ns  its prologue: the previous pass's outputs folded into x,
  *                RMSNorm and quantization of its own activation row

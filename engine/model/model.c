@@ -353,8 +353,8 @@ static int expert_group(tb_model_t *m, tb_weight_t *const *w, const size_t *sz, 
     if (i + 1 >= n || !rp[i] || !rp[i + 1] || sz[i] != sz[i + 1]) return 1;
     const tb_weight_t *g = w[i], *u = w[i + 1];
     const tb_layer_t *L = layer_of(m, g);
-    if (!L || g != &L->gate_exps || u != &L->up_exps || g->type != u->type || g->row_bytes != u->row_bytes || g->n_out != u->n_out || g->n_mat != u->n_mat ||
-        g->n_mat < 2 || (sz[i] / (size_t)g->n_mat) % 64)
+    if (!L || g != &L->gate_exps || u != &L->up_exps || g->type != u->type || g->row_bytes != u->row_bytes ||
+        g->n_out != u->n_out || g->n_mat != u->n_mat || g->n_mat < 2 || (sz[i] / (size_t)g->n_mat) % 64)
         return 1;
     const bool down = i + 2 < n && w[i + 2] == &L->down_exps && rp[i + 2] && sz[i + 2] == sz[i] &&
                       w[i + 2]->n_mat == g->n_mat;

@@ -78,6 +78,15 @@ typedef struct split_ctx {
 /* Pieces                                                                 */
 /* ===================================================================== */
 
+/* Split profile: thread ith's stamps k0..k1 (clk: 0 pass start, 1 wait
+ * over, 2 prologue done, 3 pass end, 4 own rows done, 5 output slice
+ * starts) set to one clock read. */
+static void split_stamp(split_ctx *c, int ith, int k0, int k1) {
+    if (!c->s->split_prof_on) return;
+    const uint64_t now = tb_now_ns();
+    for (int k = k0; k <= k1; k++) c->clk[ith].t[k] = now;
+}
+
 /* The pass's prologue, on each thread for itself (no waiting, no shared
  * activation): each thread keeps its own copy of x in x_own (from s->x at
  * the start of the run, split_run), folds the previous pass's outputs into it in
@@ -99,13 +108,8 @@ static const void *split_prologue(split_ctx *c, int ith) {
                       .eps = in->norm_eps, .xn = c->keep_xn || f32 ? xn : NULL, .wtype = c->wtype,
                       .q = f32 ? NULL : a, .q_stride = f32 ? 0 : tb_act_row_bytes(c->wtype, E)};
     tb_lin_pro_items_run(&p, 0, tb_lin_pro_items(&p));
-    if (s->split_prof_on) c->clk[ith].t[2] = tb_now_ns();
+    split_stamp(c, ith, 2, 2);
     return f32 ? (const void *)xn : a;
-}
-
-/* Split profile stamp k (4: own rows done, 5: output slice starts). */
-static void split_stamp(split_ctx *c, int ith, int k) {
-    if (c->s->split_prof_on) c->clk[ith].t[k] = tb_now_ns();
 }
 
 /* Rows [r0, r1) of w on activation row a into y. */
@@ -181,9 +185,9 @@ static void split_attn(split_ctx *c, int ith) {
     split_rows(&L->wq, xa, s->q, g0 * gq, g1 * gq);
     split_rows(&L->wk, xa, s->k, g0 * hd, g1 * hd);
     split_rows(&L->wv, xa, s->v, g0 * hd, g1 * hd);
-    split_stamp(c, ith, 4);
+    split_stamp(c, ith, 4, 4);
     tb_attention_heads(s, c->il, g0, g1, ith);
-    split_stamp(c, ith, 5);
+    split_stamp(c, ith, 5, 5);
     assert(g0 * gq == (ith ? L->wo_cut : 0) && g1 * gq == (ith ? L->wo.n_in : L->wo_cut));
     split_out(c, ith, L->wo_sl, s->att, g0 * gq, g1 * gq);
 }
@@ -195,9 +199,9 @@ static void split_ffn(split_ctx *c, int ith) {
     const int64_t f0 = ith ? L->down_cut : 0, f1 = ith ? L->ffn_down.n_in : L->down_cut;
     split_rows(&L->ffn_gate, xa, s->ff_g, f0, f1);
     split_rows(&L->ffn_up, xa, s->ff_u, f0, f1);
-    split_stamp(c, ith, 4);
+    split_stamp(c, ith, 4, 4);
     tb_op_swiglu_for(tb_kernels()->isa)(s->ff_g + f0, s->ff_u + f0, f1 - f0, INFINITY);
-    split_stamp(c, ith, 5);
+    split_stamp(c, ith, 5, 5);
     split_out(c, ith, L->down_sl, s->ff_g, f0, f1);
 }
 
@@ -210,16 +214,14 @@ static void split_router(split_ctx *c, int ith) {
     const tb_weight_t *r = &c->L->router;
     const int64_t cut = r->n_out / 32 * 16;
     split_rows(r, s->xn_own + ith * s->m->info.n_embd, s->router, ith ? cut : 0, ith ? r->n_out : cut);
-    split_stamp(c, ith, 4);
-    split_stamp(c, ith, 5);
+    split_stamp(c, ith, 4, 5);   /* no middle step, no output slice */
 }
 
 /* E: this thread's experts on the row its R prologue quantized. */
 static void split_experts(split_ctx *c, int ith) {
     tb_session_t *s = c->s;
     tb_moe_experts_half(s, c->L, (const uint8_t *)s->act_own + (size_t)ith * s->act_bytes, c->yout[ith], ith);
-    split_stamp(c, ith, 4);
-    split_stamp(c, ith, 5);
+    split_stamp(c, ith, 4, 5);   /* no middle step, no output slice */
 }
 
 /* ===================================================================== */
@@ -284,13 +286,11 @@ static void split_run(void *arg, int ith, int nth) {
     tb_session_t *s = P->c[0].s;
     const int64_t E = s->m->info.n_embd;
     memcpy(s->x_own + ith * E, s->x, (size_t)E * sizeof *s->x);   /* this thread's x */
-    const bool prof = s->split_prof_on;
     for (int p = 0; p < P->n; p++) {
         split_ctx *c = &P->c[p];
-        uint64_t *t = c->clk[ith].t;
-        if (prof) t[0] = tb_now_ns();
+        split_stamp(c, ith, 0, 0);
         if (p > 0) wait_fin(&P->c[p - 1], 1 - ith);
-        if (prof) t[1] = t[2] = tb_now_ns();   /* t[2]: the prologue's end, if it has one */
+        split_stamp(c, ith, 1, 2);   /* 2: the prologue's end, if it has one */
         switch (c->kind) {
         case PASS_ATTN: split_attn(c, ith); break;
         case PASS_FFN: split_ffn(c, ith); break;
@@ -301,7 +301,7 @@ static void split_run(void *arg, int ith, int nth) {
             wait_fin(c, 1);
             tb_moe_route(c->s, 1);
         }
-        if (prof) t[3] = tb_now_ns();
+        split_stamp(c, ith, 3, 3);
         atomic_store_explicit(&c->fin[ith].done, 1, memory_order_release);
     }
 }
