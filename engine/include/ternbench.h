@@ -458,6 +458,14 @@ typedef struct tb_session_params {
     int32_t n_threads;    /* default 1                                        */
     int32_t n_batch;      /* max tokens per forward call (default 512)        */
     tb_type_t kv_type;    /* TB_TYPE_F32 or TB_TYPE_F16 (default F16)         */
+    tb_pool_t *pool;      /* NULL (default): the session makes its own pool of
+                             n_threads. Else the session runs on this one,
+                             borrowed: n_threads must be its thread count, it
+                             must outlive the session, and sessions sharing it
+                             must not eval at the same time. (bench, taking
+                             turns token by token between files, keeps every
+                             file on one pool so no idle pool spins beside
+                             the running one.)                              */
 } tb_session_params_t;
 
 typedef struct tb_session tb_session_t;

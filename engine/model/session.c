@@ -159,6 +159,9 @@ int tb_session_new(const tb_model_t *m, const tb_session_params_t *p, tb_session
     if (sp.n_batch < 1) return tb_err(TB_ERR_ARG, "session n_batch %d must be at least 1", sp.n_batch);
     if (sp.kv_type != TB_TYPE_F32 && sp.kv_type != TB_TYPE_F16)
         return tb_err(TB_ERR_ARG, "session kv_type must be f32 or f16, got %s", tb_type_name(sp.kv_type));
+    if (sp.pool && tb_pool_n_threads(sp.pool) != sp.n_threads)
+        return tb_err(TB_ERR_ARG, "session n_threads %d differs from its pool's %d threads", sp.n_threads,
+                      tb_pool_n_threads(sp.pool));
     sp.n_batch = TB_MIN(sp.n_batch, sp.n_ctx);
     tb_session_t *s = calloc(1, sizeof *s);
     if (!s) return tb_err(TB_ERR_NOMEM, "out of memory for session");
@@ -166,7 +169,8 @@ int tb_session_new(const tb_model_t *m, const tb_session_params_t *p, tb_session
     s->p = sp;
     s->kv_elem = sp.kv_type == TB_TYPE_F16 ? 2 : 4;
     int rc = alloc_buffers(s);
-    if (rc == TB_OK) rc = tb_pool_new(sp.n_threads, &s->pool);
+    if (rc == TB_OK && sp.pool) s->pool = sp.pool;
+    else if (rc == TB_OK && (rc = tb_pool_new(sp.n_threads, &s->pool)) == TB_OK) s->own_pool = true;
     if (rc != TB_OK) {
         tb_session_free(s);
         return rc;
@@ -177,7 +181,7 @@ int tb_session_new(const tb_model_t *m, const tb_session_params_t *p, tb_session
 
 void tb_session_free(tb_session_t *s) {
     if (!s) return;
-    tb_pool_free(s->pool);
+    if (s->own_pool) tb_pool_free(s->pool);
     tb_huge_free(s->kv_arena);
     free(s->kv);
     void *bufs[] = {s->x, s->xn, s->y, s->y2, s->act_own, s->x_own, s->xn_own, s->y_b, s->y2_b, s->split_plan,

@@ -62,6 +62,12 @@ static void greedy_same(const char *preset) {
 }
 
 static void test_greedy_maple(void **st) { (void)st; greedy_same("maple-tiny"); }
+
+/* A pool run that marks which threads ran (test_shared_pool). */
+static void count_run(void *arg, int ith, int nth) {
+    (void)nth;
+    ((int *)arg)[ith] = 1;
+}
 static void test_greedy_llama(void **st) { (void)st; greedy_same("llama-tiny"); }
 static void test_greedy_moe(void **st) { (void)st; greedy_same("moe-tiny"); }
 
@@ -233,6 +239,57 @@ static void test_logits_and_args(void **st) {
     tb_model_free(m);
 }
 
+/* Sessions on one borrowed pool (tb_session_params_t.pool), taking turns
+ * token by token as `bench --interleave token` runs them, give every
+ * token the logits a session on its own pool gives (2 threads: the split
+ * decode runs on the borrowed pool too); freeing them leaves the pool to
+ * its owner, which can still run it; a pool of another size is refused. */
+static void test_shared_pool(void **st) {
+    (void)st;
+    tb_model_t *a = load_preset("llama-tiny"), *b = load_preset("maple-tiny");
+    const int Va = tb_model_n_vocab(a), Vb = tb_model_n_vocab(b);
+    tb_pool_t *pool;
+    assert_int_equal(tb_pool_new(2, &pool), TB_OK);
+    tb_session_params_t sp = tb_session_default_params();
+    sp.n_ctx = 64;
+    sp.n_threads = 2;
+    tb_session_t *own_a, *own_b, *sh_a, *sh_b;
+    assert_int_equal(tb_session_new(a, &sp, &own_a), TB_OK);
+    assert_int_equal(tb_session_new(b, &sp, &own_b), TB_OK);
+    sp.pool = pool;
+    assert_int_equal(tb_session_new(a, &sp, &sh_a), TB_OK);
+    assert_int_equal(tb_session_new(b, &sp, &sh_b), TB_OK);
+    int32_t ids[N_PROMPT];
+    th_prompt(ids, N_PROMPT, Va < Vb ? Va : Vb, 5);
+    assert_int_equal(tb_session_eval(own_a, ids, 8, false), TB_OK);
+    assert_int_equal(tb_session_eval(sh_a, ids, 8, false), TB_OK);
+    assert_int_equal(tb_session_eval(sh_b, ids, 8, false), TB_OK);
+    assert_int_equal(tb_session_eval(own_b, ids, 8, false), TB_OK);
+    for (int t = 8; t < N_PROMPT; t++) {   /* the shared pool alternates between its sessions */
+        assert_int_equal(tb_session_eval(sh_a, &ids[t], 1, false), TB_OK);
+        assert_int_equal(tb_session_eval(sh_b, &ids[t], 1, false), TB_OK);
+        assert_int_equal(tb_session_eval(own_a, &ids[t], 1, false), TB_OK);
+        assert_int_equal(tb_session_eval(own_b, &ids[t], 1, false), TB_OK);
+        assert_memory_equal(tb_session_logits(own_a, -1), tb_session_logits(sh_a, -1), (size_t)Va * sizeof(float));
+        assert_memory_equal(tb_session_logits(own_b, -1), tb_session_logits(sh_b, -1), (size_t)Vb * sizeof(float));
+    }
+    tb_session_free(sh_a);
+    tb_session_free(sh_b);
+    int ran[2] = {0, 0};
+    tb_pool_run(pool, count_run, ran);   /* still the caller's */
+    assert_int_equal(ran[0] + ran[1], 2);
+    sp.n_threads = 1;   /* the pool has 2 */
+    tb_session_t *bad = (tb_session_t *)&bad;
+    assert_int_equal(tb_session_new(a, &sp, &bad), TB_ERR_ARG);
+    assert_null(bad);
+    if (!strstr(tb_last_error(), "pool")) fail_msg("mismatch message: %s", tb_last_error());
+    tb_pool_free(pool);
+    tb_session_free(own_a);
+    tb_session_free(own_b);
+    tb_model_free(a);
+    tb_model_free(b);
+}
+
 /* Memory grows with n_ctx by exactly the KV bytes of the global layers
  * (sliding layers are capped at n_swa). */
 static void test_memory_bytes(void **st) {
@@ -277,6 +334,7 @@ int main(void) {
         cmocka_unit_test(test_context_overflow),
         cmocka_unit_test(test_logits_and_args),
         cmocka_unit_test(test_memory_bytes),
+        cmocka_unit_test(test_shared_pool),
     };
     return cmocka_run_group_tests(tests, th_setup, th_teardown);
 }
