@@ -21,7 +21,13 @@
  * ratio of its tok/s to the first file's in the same rep (a paired
  * measurement: two runs seconds apart, instead of two runs minutes apart
  * in different states), how many reps it was faster in, and the two-sided
- * sign-test p-value of that count.
+ * sign-test p-value of that count. With --interleave token the files take
+ * turns token by token inside every decode rep instead (each file's rep
+ * time is the sum of its own tokens'), and each token of a file after the
+ * first is also paired with the first file's token next to it: their
+ * ratios' median and quartiles over every pair, and the sign test over
+ * pairs. This VM's bandwidth changes state within a second, inside a rep
+ * of a large file; two tokens milliseconds apart nearly always share one.
  */
 #include "commands.h"
 #include "stats.h"
@@ -42,6 +48,7 @@ typedef struct {
     bool json;
     bool mmap;          /* --mmap: TB_WEIGHTS_MMAP */
     bool profile;       /* --profile: per-phase split of one more decode run */
+    bool tok_turns;     /* --interleave token: decode files take turns token by token */
 } bench_opts_t;
 
 typedef struct {
@@ -60,6 +67,7 @@ typedef struct {
     double tok_ms_p50, tok_ms_p90, tok_ms_p99, tok_ms_max;
     double stall_pct;                   /* tb_stats_stall_pct of the latencies      */
     double p50_roofline_pct;            /* roofline % of a token at the median latency */
+    double *tok_lat;                    /* (reps, N) every timed token's latency (ms) */
 } bench_result_t;
 
 /* One file under test and its results. */
@@ -75,11 +83,19 @@ typedef struct {
     double sprof_ms;                    /* that run's ms per token                  */
 } bench_var_t;
 
-/* Variant b against variant a over the same reps. */
+/* Pairs b[i] / a[i] of two series over the same reps or tokens. */
 typedef struct {
-    double median, min, max;            /* of tps_b[i] / tps_a[i] */
-    int faster;                         /* reps with tps_b > tps_a */
+    size_t n;                           /* pairs; 0: none */
+    double median, q25, q75, min, max;  /* of b[i] / a[i] */
+    size_t faster;                      /* pairs with b[i] > a[i] */
     double sign_p;                      /* two-sided sign test of `faster` */
+} bench_paired_t;
+
+/* Variant b against variant a: tok/s over the same reps, and, when the
+ * decode files took turns token by token, speed over the same token pairs
+ * (a's latency over b's). */
+typedef struct {
+    bench_paired_t rep, tok;
 } bench_ratio_t;
 
 /* ---------------------------------------------------------------------- */
@@ -94,12 +110,19 @@ enum { PROF_NONE, PROF_PHASES, PROF_SPLIT };
  * `profile` the session's per-phase (or split-pass) profile covers exactly
  * the timed eval. Decoding, lat_ms (when not NULL) gets each token's
  * latency (n). */
+/* The token ids every eval feeds (the same for every rep), at least
+ * `count` of them; NULL when out of memory. */
+static int32_t *bench_ids(int32_t n_vocab, int count) {
+    int32_t *ids = malloc(sizeof(int32_t) * (size_t)count + sizeof(int32_t));
+    for (int i = 0; ids && i < count; i++) ids[i] = (int32_t)((i * 7919 + 13) % n_vocab);
+    return ids;
+}
+
 static int time_eval(tb_session_t *s, int32_t n_vocab, int depth, int n, bool batch, int profile,
                      double *tps, double *lat_ms) {
     tb_session_reset(s);
-    int32_t *ids = malloc(sizeof(int32_t) * (size_t)(n > depth ? n : depth) + sizeof(int32_t));
+    int32_t *ids = bench_ids(n_vocab, n > depth ? n : depth);
     if (!ids) return TB_ERR_NOMEM;
-    for (int i = 0; i < (n > depth ? n : depth); i++) ids[i] = (int32_t)((i * 7919 + 13) % n_vocab);
     int rc = depth ? tb_session_eval(s, ids, depth, false) : TB_OK;
     if (profile == PROF_PHASES) tb_session_set_profile(s, true);
     if (profile == PROF_SPLIT) tb_session_set_split_profile(s, true);
@@ -117,6 +140,38 @@ static int time_eval(tb_session_t *s, int32_t n_vocab, int depth, int n, bool ba
     uint64_t dt = tb_now_ns() - t0;
     free(ids);
     *tps = (double)n * 1e9 / (double)(dt ? dt : 1);
+    return rc;
+}
+
+/* Rep i of decode test ti with the files taking turns token by token
+ * (--interleave token): every cache filled to `depth` (untimed), then n
+ * rounds of one token per file, forward on even rounds of even reps and
+ * backward on odd ones, so neither file always follows the other. Each
+ * token's latency goes to v[k].res[ti].tok_lat (rep i), each file's
+ * rep tok/s is n over the sum of its own tokens' time. On failure *bad
+ * is the file whose eval failed. */
+static int turns_rep(bench_var_t *v, int nv, int depth, int n, int i, int ti, int *bad) {
+    int32_t *ids[BENCH_MAX_MODELS] = {NULL};
+    int rc = TB_OK;
+    for (int k = 0; k < nv && !rc; k++) {
+        if (!(ids[k] = bench_ids(v[k].info.n_vocab, n > depth ? n : depth))) rc = TB_ERR_NOMEM;
+        tb_session_reset(v[k].s);
+        if (!rc && depth && (rc = tb_session_eval(v[k].s, ids[k], depth, false))) *bad = k;
+    }
+    for (int t = 0; !rc && t < n; t++)
+        for (int step = 0; !rc && step < nv; step++) {
+            const int k = (i + t) % 2 ? nv - 1 - step : step;
+            const uint64_t t0 = tb_now_ns();
+            if ((rc = tb_session_eval(v[k].s, &ids[k][t], 1, false))) *bad = k;
+            v[k].res[ti].tok_lat[(size_t)i * (size_t)n + (size_t)t] = (double)(tb_now_ns() - t0) / 1e6;
+        }
+    for (int k = 0; k < nv && !rc; k++) {
+        double ms = 0;
+        for (int t = 0; t < n; t++) ms += v[k].res[ti].tok_lat[(size_t)i * (size_t)n + (size_t)t];
+        v[k].res[ti].tps[i] = (double)n * 1e3 / (ms > 0 ? ms : 1e-9);
+    }
+    for (int k = 0; k < nv; k++) free(ids[k]);
+    if (rc == TB_ERR_NOMEM && *bad < 0) fprintf(stderr, "ternbench bench: out of memory for the token ids\n");
     return rc;
 }
 
@@ -169,28 +224,30 @@ static int settled_pct(bench_result_t *r, const double *pct, int R) {
 /* Test `ti` (prefill if batch, else decode; n tokens) of every variant:
  * warm-ups, then R reps, the variants in turn inside each rep (forward on
  * even reps, backward on odd ones), a probe after every eval (*bw holds
- * the last probe on entry and on return). Fills v[k].res[ti]. Every
- * failure is reported here (naming the file); returns non-zero then. */
+ * the last probe on entry and on return); with o->tok_turns a decode rep
+ * is one turns_rep of all variants and one probe after it, which then
+ * brackets every variant's rep. Fills v[k].res[ti]. Every failure is
+ * reported here (naming the file); returns non-zero then. */
 static int bench_test(bench_var_t *v, int nv, const bench_opts_t *o, bool batch, int n, double *bw,
                       int ti) {
     const int R = o->reps;
     double *buf = calloc((size_t)R * 2 * (size_t)nv, sizeof(double));
     double *roof = buf, *pct = buf + (size_t)R * (size_t)nv;      /* (nv, R) each */
-    double *lat_all = batch ? NULL : calloc((size_t)nv * (size_t)R * (size_t)n, sizeof(double));  /* (nv, R, n) */
-    bool nomem = !buf || (!batch && !lat_all);
+    bool nomem = !buf;
     for (int k = 0; k < nv; k++) {
         bench_result_t *r = &v[k].res[ti];
         memset(r, 0, sizeof *r);
         r->tps = calloc((size_t)R, sizeof(double));
         r->probe = calloc((size_t)R * 2, sizeof(double));
-        nomem |= !r->tps || !r->probe;
+        r->tok_lat = batch ? NULL : calloc((size_t)R * (size_t)n, sizeof(double));   /* (R, n) */
+        nomem |= !r->tps || !r->probe || (!batch && !r->tok_lat);
     }
     if (nomem) {
         free(buf);
-        free(lat_all);
         fprintf(stderr, "ternbench bench: out of memory for %d reps\n", R);
         return TB_ERR_NOMEM;
     }
+    const bool turns = !batch && o->tok_turns;
     int rc = TB_OK, bad = -1;   /* bad: the variant whose eval failed */
     double warm;
     for (int k = 0; k < nv && !rc; k++)
@@ -198,19 +255,24 @@ static int bench_test(bench_var_t *v, int nv, const bench_opts_t *o, bool batch,
             bad = k;
     if (!rc) rc = cmd_probe(o->threads, bw);
     for (int i = 0; !rc && i < R; i++)
-        for (int step = 0; !rc && step < nv; step++) {
-            const int k = i % 2 ? nv - 1 - step : step;
+        for (int step = 0; !rc && step < (turns ? 1 : nv); step++) {
             const double before = *bw;
-            double *tps = &v[k].res[ti].tps[i];
-            double *lat = lat_all ? lat_all + ((size_t)k * (size_t)R + (size_t)i) * (size_t)n : NULL;
-            if ((rc = time_eval(v[k].s, v[k].info.n_vocab, batch ? 0 : o->ctx, n, batch, PROF_NONE, tps, lat)))
-                bad = k;
+            const int k0 = turns ? 0 : i % 2 ? nv - 1 - step : step, k1 = turns ? nv : k0 + 1;
+            if (turns) rc = turns_rep(v, nv, o->ctx, n, i, ti, &bad);
+            else {
+                double *lat = batch ? NULL : v[k0].res[ti].tok_lat + (size_t)i * (size_t)n;
+                rc = time_eval(v[k0].s, v[k0].info.n_vocab, batch ? 0 : o->ctx, n, batch, PROF_NONE,
+                               &v[k0].res[ti].tps[i], lat);
+                if (rc) bad = k0;
+            }
             if (!rc) rc = cmd_probe(o->threads, bw);
-            const size_t at = (size_t)k * (size_t)R + (size_t)i;
-            roof[at] = before > *bw ? before : *bw;
-            pct[at] = 100.0 * *tps * test_bytes(&v[k], batch, n) / 1e9 / roof[at];
-            v[k].res[ti].probe[2 * i] = before;
-            v[k].res[ti].probe[2 * i + 1] = *bw;
+            for (int k = k0; k < k1; k++) {   /* the variants this probe pair bracketed */
+                const size_t at = (size_t)k * (size_t)R + (size_t)i;
+                roof[at] = before > *bw ? before : *bw;
+                pct[at] = 100.0 * v[k].res[ti].tps[i] * test_bytes(&v[k], batch, n) / 1e9 / roof[at];
+                v[k].res[ti].probe[2 * i] = before;
+                v[k].res[ti].probe[2 * i + 1] = *bw;
+            }
         }
     if (bad >= 0) say_err(v[bad].path);
     for (int k = 0; k < nv && !rc; k++) {
@@ -228,13 +290,12 @@ static int bench_test(bench_var_t *v, int nv, const bench_opts_t *o, bool batch,
         r->roofline_pct_min = sum.min;
         r->roofline_pct_max = sum.max;
         if ((rc = settled_pct(r, pct + (size_t)k * (size_t)R, R))) break;
-        if (lat_all) {
-            tok_stats(lat_all + (size_t)k * (size_t)R * (size_t)n, (size_t)R * (size_t)n, r);
+        if (r->tok_lat) {
+            tok_stats(r->tok_lat, (size_t)R * (size_t)n, r);
             r->p50_roofline_pct = 100.0 * (1e3 / r->tok_ms_p50) * r->bytes_per_token / 1e9 / r->bw_median;
         }
     }
     free(buf);
-    free(lat_all);
     return rc;
 }
 
@@ -252,24 +313,27 @@ static double sign_test_p(int k, int n) {
     return 2.0 * tail > 1.0 ? 1.0 : 2.0 * tail;
 }
 
-/* b against a over R reps (b's tok/s over a's, rep by rep). */
-static int ratio_of(const double *a, const double *b, int R, bench_ratio_t *out) {
-    double *r = malloc(sizeof(double) * (size_t)R);
+/* b against a pair by pair over n pairs (out->n = n). */
+static int paired_of(const double *a, const double *b, size_t n, bench_paired_t *out) {
+    double *r = malloc(sizeof(double) * (n ? n : 1));
     if (!r) {
-        fprintf(stderr, "ternbench bench: out of memory for %d reps\n", R);
+        fprintf(stderr, "ternbench bench: out of memory for %zu pairs\n", n);
         return TB_ERR_NOMEM;
     }
+    out->n = n;
     out->faster = 0;
-    for (int i = 0; i < R; i++) {
+    for (size_t i = 0; i < n; i++) {
         r[i] = b[i] / a[i];
         out->faster += b[i] > a[i];
     }
     tb_stats_summary_t sum;
-    tb_stats_summarize(r, (size_t)R, &sum);
+    tb_stats_summarize(r, n, &sum);
     out->median = sum.median;
     out->min = sum.min;
     out->max = sum.max;
-    out->sign_p = sign_test_p(out->faster, R);
+    out->q25 = tb_stats_percentile(r, n, 25.0);
+    out->q75 = tb_stats_percentile(r, n, 75.0);
+    out->sign_p = sign_test_p((int)out->faster, (int)n);
     free(r);
     return TB_OK;
 }
@@ -431,7 +495,13 @@ static void print_json(const bench_var_t *v, int nv, int n_res, const bench_rati
             printf(", \"baseline\": ");
             cmd_json_str(v[0].path);
             printf(", \"ratio_median\": %.4f, \"ratio_min\": %.4f, \"ratio_max\": %.4f, \"faster_reps\": %d, "
-                   "\"reps\": %d, \"sign_p\": %.4g}\n", c->median, c->min, c->max, c->faster, o->reps, c->sign_p);
+                   "\"reps\": %d, \"sign_p\": %.4g, \"interleave\": \"%s\"", c->rep.median, c->rep.min, c->rep.max,
+                   (int)c->rep.faster, o->reps, c->rep.sign_p, c->tok.n ? "token" : "rep");
+            if (c->tok.n)
+                printf(", \"token_pairs\": %zu, \"token_ratio_median\": %.4f, \"token_ratio_q25\": %.4f, "
+                       "\"token_ratio_q75\": %.4f, \"token_faster\": %zu, \"token_sign_p\": %.4g",
+                       c->tok.n, c->tok.median, c->tok.q25, c->tok.q75, c->tok.faster, c->tok.sign_p);
+            printf("}\n");
         }
     for (int k = 0; k < nv; k++) {
         if (v[k].prof.tokens) print_profile(v[k].path, &v[k].prof, &v[k].bpt, v[k].res[n_res - 1].bw_median, true);
@@ -449,7 +519,10 @@ static void print_table(const bench_var_t *v, int nv, int n_res, const bench_rat
         printf("# weights %s: %.2f GB resident in huge-page copies (%.2f GB repacked), loaded in %.2f s\n",
                o->mmap ? "mmap" : "copy", in->resident_bytes / 1e9, in->repack_bytes / 1e9, in->load_ns / 1e9);
     }
-    if (nv > 1) printf("# the files take turns inside every rep (forward on even reps, backward on odd)\n");
+    if (nv > 1 && o->tok_turns)
+        printf("# the files take turns inside every rep (forward on even reps, backward on odd), in decode "
+               "token by token (each token's order alternating too)\n");
+    else if (nv > 1) printf("# the files take turns inside every rep (forward on even reps, backward on odd)\n");
     for (int k = 0; k < nv; k++)
         if (o->profile && o->threads == 2 && v[k].info.split_layers > 0)
             printf("# %s: decode at 2 threads runs its layers split (two passes per dense layer, three per MoE "
@@ -496,7 +569,11 @@ static void print_table(const bench_var_t *v, int nv, int n_res, const bench_rat
             const bench_ratio_t *c = &cmp[t * nv + k];
             printf("# %s: %s / %s = %.3f (median of %d paired reps, %.3f-%.3f), faster in %d of %d, "
                    "sign test p = %.3g\n", v[k].res[t].test, base_name(v[k].path), base_name(v[0].path),
-                   c->median, o->reps, c->min, c->max, c->faster, o->reps, c->sign_p);
+                   c->rep.median, o->reps, c->rep.min, c->rep.max, (int)c->rep.faster, o->reps, c->rep.sign_p);
+            if (c->tok.n)
+                printf("# %s: token by token %.4f (median of %zu paired tokens, quartiles %.4f-%.4f), faster in "
+                       "%zu, sign test p = %.3g\n", v[k].res[t].test, c->tok.median, c->tok.n, c->tok.q25,
+                       c->tok.q75, c->tok.faster, c->tok.sign_p);
         }
     for (int k = 0; k < nv; k++) {
         if (v[k].prof.tokens) print_profile(v[k].path, &v[k].prof, &v[k].bpt, v[k].res[n_res - 1].bw_median, false);
@@ -510,7 +587,7 @@ static void print_table(const bench_var_t *v, int nv, int n_res, const bench_rat
 
 static int bench_usage(void) {
     fprintf(stderr, "usage: ternbench bench -m F.gguf [-m G.gguf ...] [-t N] [--ctx C] [-p P] [-n N] [-r R]\n"
-                    "                       [--mmap] [--profile] [--json]\n"
+                    "                       [--mmap] [--profile] [--interleave rep|token] [--json]\n"
                     "  -m F     model file; up to %d, interleaved rep by rep and compared with the first\n"
                     "  -t N     threads (default 2)\n"
                     "  --ctx C  decode depth: the KV cache holds C tokens before tg is timed (default 0)\n"
@@ -518,7 +595,10 @@ static int bench_usage(void) {
                     "  -n N     decoded tokens for the decode test tgN (default 128; 0 skips it)\n"
                     "  -r R     timed repetitions after one warm-up (default 5)\n"
                     "  --mmap   read weights from the file mapping instead of huge-page copies\n"
-                    "  --profile  after the tests, one more decode run split by phase (ms/token, GB/s)\n",
+                    "  --profile  after the tests, one more decode run split by phase (ms/token, GB/s)\n"
+                    "  --interleave rep|token  with several files, whether decode takes turns rep by rep\n"
+                    "           (default) or token by token, every token then also paired with the first\n"
+                    "           file's next to it\n",
             BENCH_MAX_MODELS);
     return 2;
 }
@@ -543,9 +623,20 @@ static int parse_args(int argc, char **argv, bench_opts_t *o) {
         else if (!strcmp(a, "-p")) rc = cmd_arg_int(argv[0], a, v, 0, 1 << 16, &o->n_prompt);
         else if (!strcmp(a, "-n")) rc = cmd_arg_int(argv[0], a, v, 0, 1 << 16, &o->n_gen);
         else if (!strcmp(a, "-r")) rc = cmd_arg_int(argv[0], a, v, 1, 1000, &o->reps);
+        else if (!strcmp(a, "--interleave")) {
+            if (!v || (strcmp(v, "rep") && strcmp(v, "token"))) {
+                fprintf(stderr, "ternbench bench: --interleave takes rep or token, not '%s'\n", v ? v : "");
+                return 2;
+            }
+            o->tok_turns = !strcmp(v, "token");
+        }
         else return bench_usage();
         if (rc) return rc;
         i++;
+    }
+    if (o->tok_turns && o->n_models < 2) {
+        fprintf(stderr, "ternbench bench: --interleave token takes turns between files: give two or more -m\n");
+        return 2;
     }
     return o->n_models ? 0 : bench_usage();
 }
@@ -568,6 +659,7 @@ static void var_close(bench_var_t *v) {
     for (int t = 0; t < 2; t++) {
         free(v->res[t].tps);
         free(v->res[t].probe);
+        free(v->res[t].tok_lat);
     }
 }
 
@@ -582,6 +674,15 @@ int cmd_bench(int argc, char **argv) {
 
     bench_var_t v[BENCH_MAX_MODELS] = {{0}};
     const int nv = o.n_models;
+    /* one pool for every file's session: files that take turns token by
+     * token would otherwise each have one, the idle one's workers spinning
+     * beside the running one's */
+    tb_pool_t *pool = NULL;
+    if ((rc = tb_pool_new(o.threads, &pool))) {
+        fprintf(stderr, "ternbench bench: %s\n", tb_last_error());
+        return 1;
+    }
+    sp.pool = pool;
     /* every file loaded first: a bad one fails before a second of probing */
     for (int k = 0; k < nv && !rc; k++) {
         v[k].path = o.models[k];
@@ -607,13 +708,19 @@ int cmd_bench(int argc, char **argv) {
         v[k].sprof_ms = 1e3 / tps;
     }
     bench_ratio_t cmp[2 * BENCH_MAX_MODELS];   /* (test, variant); every failure above was reported */
+    memset(cmp, 0, sizeof cmp);   /* tok.n = 0: no token pairs */
     for (int t = 0; t < n_res && !rc; t++)
-        for (int k = 1; k < nv && !rc; k++)
-            rc = ratio_of(v[0].res[t].tps, v[k].res[t].tps, o.reps, &cmp[t * nv + k]);
+        for (int k = 1; k < nv && !rc; k++) {
+            rc = paired_of(v[0].res[t].tps, v[k].res[t].tps, (size_t)o.reps, &cmp[t * nv + k].rep);
+            if (!rc && o.tok_turns && v[0].res[t].tok_lat)   /* speed = 1 / latency: a's over b's */
+                rc = paired_of(v[k].res[t].tok_lat, v[0].res[t].tok_lat, (size_t)o.reps * (size_t)o.n_gen,
+                               &cmp[t * nv + k].tok);
+        }
     if (!rc) {
         if (o.json) print_json(v, nv, n_res, cmp, &o, bw_before, bw_after);
         else print_table(v, nv, n_res, cmp, &o, bw_before, bw_after);
     }
     for (int k = 0; k < nv; k++) var_close(&v[k]);
+    tb_pool_free(pool);
     return rc ? 1 : 0;
 }

@@ -39,6 +39,12 @@ static double num(const char *obj, const char *key) {
     return v;
 }
 
+/* Whether the JSON object at obj (one line) contains needle. */
+static int in_line(const char *obj, const char *needle) {
+    const char *eol = strchr(obj, '\n'), *p = strstr(obj, needle);
+    return p && (!eol || p < eol);
+}
+
 /* The string after "key": in the JSON object at obj (one line), unescaped
  * for plain paths; fails the test when absent. */
 static void str(const char *obj, const char *key, char *out, size_t cap) {
@@ -224,9 +230,75 @@ static void test_bench_compare(void **state) {
         assert_true(faster >= 0 && faster <= 3 && (int)num(line, "reps") == 3);
         /* 3 reps: p = 1 for 1 or 2 faster, 0.25 for 0 or 3 */
         assert_true(fabs(p - (faster == 0 || faster == 3 ? 0.25 : 1.0)) < 1e-3);
+        str(line, "interleave", got, sizeof got);
+        assert_string_equal(got, "rep");
+        if (in_line(line, "token_pairs")) fail_msg("bench -m -m: token pairs without --interleave token: %s", line);
         line = strchr(line, '\n') + 1;
     }
     if (*line) fail_msg("bench -m -m: unexpected extra output: %s", line);
+    e2e_res_free(&r);
+
+    /* --interleave token: decode takes turns token by token, and every
+     * token pair is compared (prefill still rep by rep) */
+    E2E_RUN(&r, E2E_NO_LIMIT, "bench", "-m", "a.gguf", "-m", "b.gguf", "-p", "8", "-n", "5", "-r", "3", "-t", "1",
+            "--interleave", "token", "--json");
+    e2e_assert_clean(&r, "bench --interleave token --json");
+    if (r.status != 0) fail_msg("bench --interleave token: exit %d: %s", r.status, r.err);
+    line = r.out;
+    const char *probes[4];   /* each object's rep_probe_gbps */
+    for (int t = 0; t < 4; t++) {   /* pp8 a, pp8 b, tg5 a, tg5 b */
+        check_test(line, t < 2 ? "pp8" : "tg5", 3);
+        probes[t] = strstr(line, "\"rep_probe_gbps\": [");
+        assert_non_null(probes[t]);
+        line = strchr(line, '\n') + 1;
+    }
+    {   /* turns token by token share one probe pair per rep; rep by rep each file has its own */
+        const size_t n2 = (size_t)(strstr(probes[2], "]]") - probes[2]), n3 = (size_t)(strstr(probes[3], "]]") - probes[3]);
+        if (n2 != n3 || memcmp(probes[2], probes[3], n2)) fail_msg("bench --interleave token: tg5 probes differ");
+        const size_t n0 = (size_t)(strstr(probes[0], "]]") - probes[0]);
+        if (!memcmp(probes[0], probes[1], n0)) fail_msg("bench --interleave token: pp8 files share probes");
+    }
+    str(line, "interleave", got, sizeof got);
+    assert_string_equal(got, "rep");   /* a prefill is one eval: no tokens to pair */
+    if (in_line(line, "token_pairs")) fail_msg("bench --interleave token: pp8 has token pairs: %s", line);
+    line = strchr(line, '\n') + 1;
+    static const char tg5[] = "{\"compare\": \"tg5\",";
+    if (strncmp(line, tg5, strlen(tg5))) fail_msg("bench --interleave token: got %.120s", line);
+    str(line, "interleave", got, sizeof got);
+    assert_string_equal(got, "token");
+    {
+        const double pairs = num(line, "token_pairs"), med = num(line, "token_ratio_median");
+        const double q25 = num(line, "token_ratio_q25"), q75 = num(line, "token_ratio_q75");
+        const double tf = num(line, "token_faster"), tp = num(line, "token_sign_p");
+        assert_true(pairs == 15);   /* 3 reps x 5 tokens */
+        assert_true(q25 > 0 && q25 <= med + 1e-4 && med <= q75 + 1e-4);
+        assert_true(tf >= 0 && tf <= pairs && tp > 0 && tp <= 1.0 + 1e-9);
+        /* the median pair is b faster exactly when more than half are */
+        if (med > 1.0001) assert_true(tf >= 8);
+        if (med < 0.9999) assert_true(tf <= 7);
+    }
+    line = strchr(line, '\n') + 1;
+    if (*line) fail_msg("bench --interleave token: unexpected extra output: %s", line);
+    e2e_res_free(&r);
+
+    /* the table says so and gives the token pairs' line */
+    E2E_RUN(&r, E2E_NO_LIMIT, "bench", "-m", "a.gguf", "-m", "b.gguf", "-p", "0", "-n", "3", "-r", "2", "-t", "1",
+            "--interleave", "token");
+    e2e_assert_clean(&r, "bench --interleave token");
+    if (r.status != 0) fail_msg("bench --interleave token: exit %d: %s", r.status, r.err);
+    if (!strstr(r.out, "token by token (each token's order") || !strstr(r.out, "# tg3: token by token ") ||
+        !strstr(r.out, "median of 6 paired tokens"))
+        fail_msg("bench --interleave token: unexpected table: %s", r.out);
+    e2e_res_free(&r);
+
+    /* its usage errors: an unknown mode, and a single file */
+    E2E_RUN(&r, E2E_NO_LIMIT, "bench", "-m", "a.gguf", "-m", "b.gguf", "-n", "1", "--interleave", "sideways");
+    assert_int_equal(r.status, 2);
+    if (!strstr(r.err, "--interleave takes rep or token, not 'sideways'")) fail_msg("--interleave sideways: %s", r.err);
+    e2e_res_free(&r);
+    E2E_RUN(&r, E2E_NO_LIMIT, "bench", "-m", "a.gguf", "-n", "1", "--interleave", "token");
+    assert_int_equal(r.status, 2);
+    if (!strstr(r.err, "two or more -m")) fail_msg("--interleave token, one file: %s", r.err);
     e2e_res_free(&r);
 
     /* the table names each file and states the comparison */
