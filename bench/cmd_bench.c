@@ -105,11 +105,6 @@ typedef struct {
 /* What a timed eval profiles: nothing, its phases, or its split passes. */
 enum { PROF_NONE, PROF_PHASES, PROF_SPLIT };
 
-/* One timed eval of n tokens (prefill if batch, else one token at a time)
- * after the cache was filled to `depth` tokens (untimed, unprofiled); with
- * `profile` the session's per-phase (or split-pass) profile covers exactly
- * the timed eval. Decoding, lat_ms (when not NULL) gets each token's
- * latency (n). */
 /* The token ids every eval feeds (the same for every rep), at least
  * `count` of them; NULL when out of memory. */
 static int32_t *bench_ids(int32_t n_vocab, int count) {
@@ -118,6 +113,11 @@ static int32_t *bench_ids(int32_t n_vocab, int count) {
     return ids;
 }
 
+/* One timed eval of n tokens (prefill if batch, else one token at a time)
+ * after the cache was filled to `depth` tokens (untimed, unprofiled); with
+ * `profile` the session's per-phase (or split-pass) profile covers exactly
+ * the timed eval. Decoding, lat_ms (when not NULL) gets each token's
+ * latency (n). */
 static int time_eval(tb_session_t *s, int32_t n_vocab, int depth, int n, bool batch, int profile,
                      double *tps, double *lat_ms) {
     tb_session_reset(s);
@@ -145,8 +145,8 @@ static int time_eval(tb_session_t *s, int32_t n_vocab, int depth, int n, bool ba
 
 /* Rep i of decode test ti with the files taking turns token by token
  * (--interleave token): every cache filled to `depth` (untimed), then n
- * rounds of one token per file, forward on even rounds of even reps and
- * backward on odd ones, so neither file always follows the other. Each
+ * rounds of one token per file, the files in order when rep + round is
+ * even and in reverse when odd, so neither file always follows the other. Each
  * token's latency goes to v[k].res[ti].tok_lat (rep i), each file's
  * rep tok/s is n over the sum of its own tokens' time. On failure *bad
  * is the file whose eval failed. */
