@@ -96,6 +96,7 @@ typedef struct {
  * (a's latency over b's). */
 typedef struct {
     bench_paired_t rep, tok;
+    double *tok_rep_median;             /* token pairs: (reps) each rep's median ratio, else NULL */
 } bench_ratio_t;
 
 /* ---------------------------------------------------------------------- */
@@ -338,6 +339,24 @@ static int paired_of(const double *a, const double *b, size_t n, bench_paired_t 
     return TB_OK;
 }
 
+/* b against a token by token (--interleave token; a's and b's latencies,
+ * (R, n) each, the tokens of a pair taken next to each other): every pair
+ * (b's speed over a's: a's latency over b's), and each rep's median, which
+ * a script can split by the rep's probes. */
+static int token_pairs_of(const double *lat_a, const double *lat_b, int R, int n, bench_ratio_t *out) {
+    int rc = paired_of(lat_b, lat_a, (size_t)R * (size_t)n, &out->tok);
+    double *r = rc ? NULL : malloc(sizeof(double) * (size_t)n);
+    if (!rc && !(out->tok_rep_median = malloc(sizeof(double) * (size_t)R))) rc = TB_ERR_NOMEM;
+    if (!rc && !r) rc = TB_ERR_NOMEM;
+    for (int i = 0; !rc && i < R; i++) {
+        for (int j = 0; j < n; j++) r[j] = lat_a[(size_t)i * (size_t)n + (size_t)j] / lat_b[(size_t)i * (size_t)n + (size_t)j];
+        out->tok_rep_median[i] = tb_stats_median(r, (size_t)n);
+    }
+    if (rc == TB_ERR_NOMEM) fprintf(stderr, "ternbench bench: out of memory for %d reps of token pairs\n", R);
+    free(r);
+    return rc;
+}
+
 /* ---------------------------------------------------------------------- */
 /* Output                                                                   */
 /* ---------------------------------------------------------------------- */
@@ -479,6 +498,7 @@ static void print_json(const bench_var_t *v, int nv, int n_res, const bench_rati
                    o->mmap ? "mmap" : "copy", (unsigned long long)v[k].info.resident_bytes,
                    v[k].info.load_ns / 1e9);
             cmd_json_str(v[k].path);
+            printf(", \"interleave\": \"%s\"", r->tok_n && o->tok_turns ? "token" : "rep");
             print_json_reps(r, o->reps);
             if (r->tok_n)
                 printf(", \"itl_p50_ms\": %.6f, \"itl_p90_ms\": %.6f, \"itl_p99_ms\": %.6f, "
@@ -501,6 +521,11 @@ static void print_json(const bench_var_t *v, int nv, int n_res, const bench_rati
                 printf(", \"token_pairs\": %zu, \"token_ratio_median\": %.4f, \"token_ratio_q25\": %.4f, "
                        "\"token_ratio_q75\": %.4f, \"token_faster\": %zu, \"token_sign_p\": %.4g",
                        c->tok.n, c->tok.median, c->tok.q25, c->tok.q75, c->tok.faster, c->tok.sign_p);
+            if (c->tok_rep_median) {
+                printf(", \"rep_token_ratio\": [");
+                for (int i = 0; i < o->reps; i++) printf("%s%.4f", i ? ", " : "", c->tok_rep_median[i]);
+                printf("]");
+            }
             printf("}\n");
         }
     for (int k = 0; k < nv; k++) {
@@ -713,13 +738,13 @@ int cmd_bench(int argc, char **argv) {
         for (int k = 1; k < nv && !rc; k++) {
             rc = paired_of(v[0].res[t].tps, v[k].res[t].tps, (size_t)o.reps, &cmp[t * nv + k].rep);
             if (!rc && o.tok_turns && v[0].res[t].tok_lat)   /* speed = 1 / latency: a's over b's */
-                rc = paired_of(v[k].res[t].tok_lat, v[0].res[t].tok_lat, (size_t)o.reps * (size_t)o.n_gen,
-                               &cmp[t * nv + k].tok);
+                rc = token_pairs_of(v[0].res[t].tok_lat, v[k].res[t].tok_lat, o.reps, o.n_gen, &cmp[t * nv + k]);
         }
     if (!rc) {
         if (o.json) print_json(v, nv, n_res, cmp, &o, bw_before, bw_after);
         else print_table(v, nv, n_res, cmp, &o, bw_before, bw_after);
     }
+    for (int i = 0; i < 2 * BENCH_MAX_MODELS; i++) free(cmp[i].tok_rep_median);
     for (int k = 0; k < nv; k++) var_close(&v[k]);
     tb_pool_free(pool);
     return rc ? 1 : 0;

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # tools/rounds.sh — the decode/prefill target measurements of README "Measured
 # here", as rounds: each round runs the four bench commands below (files
-# interleaved rep by rep inside each command), then the arithmetic ceilings
+# interleaved rep by rep inside each command), a fifth that takes turns token
+# by token (bench --interleave token), then the arithmetic ceilings
 # of the files' formats (kernels --ceiling: what a compute-bound format can
 # reach against the same moment's probe), and appends their --json lines,
 # tagged with the round and its UTC start time, to OUT. Summarize with
@@ -38,6 +39,10 @@ for r in $(seq 1 "$n"); do
   "$B" bench -m "$m/llama-1b-tq1_0.gguf" -m "$m/llama-1b-q8_0.gguf" -m "$m/llama-1b-f16.gguf" -t "$t" -p 0 -n 64 -r 5 \
        --json | tag "$r" "$at"
   "$B" bench -m "$m/maple-preview.gguf" -t "$t" --ctx 512 -p 0 -n 64 -r 5 --json | tag "$r" "$at"
+  # the llama.cpp-layout pair again, taking turns token by token: its TQ2_0 / Q4_0 ratio per
+  # machine state (the summary keeps these objects out of its per-file tables)
+  "$B" bench -m "$m/llama-1b-tq2_0-lcpp.gguf" -m "$m/llama-1b-q4_0-lcpp.gguf" -t "$t" -p 0 -n 64 -r 5 \
+       --interleave token --json | tag "$r" "$at"
   for f in tq2_0 tq1_0 q4_0 q8_0 f16; do
     "$B" kernels --ceiling --format "$f" -t "$t" -r 3 --json | tag "$r" "$at"
   done

@@ -23,6 +23,14 @@ the rest ran while the state changed ("mixed"). Per (file, test): medians
 of the settled repetitions' roofline % and tok/s in each state, and of the
 mixed ones, with counts.
 
+Objects from runs that took turns token by token (bench --interleave token:
+"interleave": "token") stay out of the tables above, which keep the rounds'
+rep-by-rep method; their comparisons get a table of their own: per pair,
+each repetition's median token ratio (rep_token_ratio) split by that
+repetition's probes (the baseline's rep_probe_gbps of the same round and
+run; low / high / mixed as above), medians and counts, and the median over
+rounds of token_ratio_median.
+
 `ternbench kernels --ceiling --json` objects (tools/rounds.sh adds them
 after each round's benches) give a last table: per format, its highest
 tier's arithmetic ceiling at the most threads measured, split by that
@@ -109,6 +117,26 @@ def ceiling_table(ceil, split):
               f"{g(hi, 'ceiling_pct'):6.1f} {len(hi):3} {one:10.1f}")
 
 
+def token_table(tok_tests, tok_cmps, split):
+    """Comparisons paired token by token, each repetition's median ratio split by state."""
+    if not tok_cmps:
+        return
+    print(f"\ntoken pairs: {'model / baseline':44} {'test':6} {'low':>6} {'n':>3} {'high':>6} {'n':>3}"
+          f" {'mixed':>6} {'n':>3} {'all':>6} {'rounds':>6}")
+    for (m, b, t), v in sorted(tok_cmps.items()):
+        by = collections.defaultdict(list)
+        for c in v:
+            base = tok_tests.get((c["round"], c["at"], b, t))
+            if base is None or "rep_probe_gbps" not in base:
+                continue
+            for r, (pb, pa) in zip(c["rep_token_ratio"], base["rep_probe_gbps"]):
+                by[rep_state(pb, pa, split)].append(r)
+        allm = med([c["token_ratio_median"] for c in v])
+        print(f"token pairs: {m + ' / ' + b:44} {t:6} {med(by['low']):6.3f} {len(by['low']):3} "
+              f"{med(by['high']):6.3f} {len(by['high']):3} {med(by['mixed']):6.3f} {len(by['mixed']):3} "
+              f"{allm:6.3f} {len(v):6}")
+
+
 def main(argv):
     split = 42.0
     files = []
@@ -128,6 +156,8 @@ def main(argv):
         return 2
     tests = collections.defaultdict(list)
     cmps = collections.defaultdict(list)
+    tok_tests = {}                            # (round, at, file, test) -> object, token turns
+    tok_cmps = collections.defaultdict(list)  # (model, baseline, test) -> compare objects
     ceil = collections.defaultdict(list)
     for f in files:
         with open(f) as fh:
@@ -147,13 +177,20 @@ def main(argv):
                         else ("model", "baseline", "ratio_median", "faster_reps", "reps") if "compare" in r
                         else ("format", "isa", "threads", "gbps", "bandwidth_gbps", "ceiling_pct") if is_ceil
                         else ())
+                if r.get("interleave") == "token" and "compare" in r:
+                    need = need + ("token_ratio_median", "rep_token_ratio", "round", "at")
                 missing = [k for k in need if k not in r]
                 if missing:
                     what = "kernels --ceiling" if is_ceil else "bench"
                     sys.stderr.write(f"{f}:{ln}: no {', '.join(missing)} in a {what} --json object\n")
                     return 1
-                if "test" in r:
+                tok = r.get("interleave") == "token"
+                if "test" in r and tok:
+                    tok_tests[(r.get("round"), r.get("at"), name(r["model"]), r["test"])] = r
+                elif "test" in r:
                     tests[(name(r["model"]), r["test"])].append(r)
+                elif "compare" in r and tok:
+                    tok_cmps[(name(r["model"]), name(r["baseline"]), r["compare"])].append(r)
                 elif "compare" in r:
                     cmps[(name(r["model"]), name(r["baseline"]), r["compare"])].append(r)
                 elif is_ceil:
@@ -180,6 +217,7 @@ def main(argv):
               f"{m} faster in {faster} of {reps} repetitions")
         print(f"{t} {b} / {m}: {med(inv):.3f} ({min(inv):.3f}-{max(inv):.3f}, {len(v)} rounds), "
               f"{b} faster in {reps - faster} of {reps} repetitions")
+    token_table(tok_tests, tok_cmps, split)
     ceiling_table(ceil, split)
     return 0
 

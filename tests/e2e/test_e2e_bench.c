@@ -248,6 +248,8 @@ static void test_bench_compare(void **state) {
     const char *probes[4];   /* each object's rep_probe_gbps */
     for (int t = 0; t < 4; t++) {   /* pp8 a, pp8 b, tg5 a, tg5 b */
         check_test(line, t < 2 ? "pp8" : "tg5", 3);
+        str(line, "interleave", got, sizeof got);
+        assert_string_equal(got, t < 2 ? "rep" : "token");
         probes[t] = strstr(line, "\"rep_probe_gbps\": [");
         assert_non_null(probes[t]);
         line = strchr(line, '\n') + 1;
@@ -276,6 +278,21 @@ static void test_bench_compare(void **state) {
         /* the median pair is b faster exactly when more than half are */
         if (med > 1.0001) assert_true(tf >= 8);
         if (med < 0.9999) assert_true(tf <= 7);
+        /* each rep's median: 3 of them, and the median over all pairs lies between them */
+        const char *a = strstr(line, "\"rep_token_ratio\": [");
+        assert_true(a && in_line(line, "\"rep_token_ratio\": ["));
+        double rm[4];
+        int nr = 0;
+        for (char *e; nr < 4; a = e) {
+            rm[nr] = strtod(a + (nr ? 1 : strlen("\"rep_token_ratio\": [")), &e);
+            if (e == a + (nr ? 1 : strlen("\"rep_token_ratio\": ["))) break;
+            assert_true(rm[nr] > 0);
+            nr++;
+            if (*e != ',') break;
+        }
+        assert_int_equal(nr, 3);
+        qsort(rm, 3, sizeof *rm, cmp_double);
+        assert_true(rm[0] <= med + 1e-3 && med <= rm[2] + 1e-3);
     }
     line = strchr(line, '\n') + 1;
     if (*line) fail_msg("bench --interleave token: unexpected extra output: %s", line);

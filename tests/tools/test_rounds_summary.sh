@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # test_rounds_summary.sh — tools/rounds_summary.py on a fixture of three
-# rounds (two under the 42 GB/s split, one over), bench and kernels --ceiling
-# objects: every figure below is worked out by hand from tests/tools/rounds.jsonl.
+# rounds (two under the 42 GB/s split, one over), bench (rep by rep and token
+# by token) and kernels --ceiling objects: every figure below is worked out by hand from tests/tools/rounds.jsonl.
 set -euo pipefail
 src=${TB_SOURCE_ROOT:?}
 out=$(python3 "$src/tools/rounds_summary.py" "$src/tests/tools/rounds.jsonl")
@@ -25,6 +25,14 @@ rep=$(grep -E "^per repetition: a +tg64 " <<<"$out") || fail "no per-repetition 
 read -r -a ra <<<"${rep#per repetition: }"
 [ "${ra[*]}" = "a tg64 5 100.0 1 95.0 3 55.0 1 100.0 190.0" ] || fail "per-repetition row a: ${ra[*]}"
 if grep -qE "^per repetition: b " <<<"$out"; then fail "a per-repetition row for b, which lists no repetitions"; fi
+# token turns (interleave "token", rounds 1 and 3): their tests stay out of rows a and b above
+# (roofline 1 % would move them); b / a per repetition by the baseline a's probes of the same
+# round: round 1 0.5 low, 0.6 mixed, 0.55 high; round 3 0.52, 0.58 high -> low 0.500 (1),
+# high 0.52, 0.55, 0.58 -> 0.550 (3), mixed 0.600 (1); all: median of 0.55, 0.56 -> 0.555 (2)
+tok=$(grep -E "^token pairs: b / a +tg64 " <<<"$out") || fail "no token-pair row"
+read -r -a tp <<<"${tok#token pairs: }"
+[ "${tp[*]}" = "b / a tg64 0.500 1 0.550 3 0.600 1 0.555 2" ] || fail "token-pair row: ${tp[*]}"
+if grep -qE "^tg64 .*9\.000" <<<"$out"; then fail "a token-turns comparison among the rep-paired ones"; fi
 # kernels --ceiling objects (format x1): the best tier only (avx512; generic's 999 GB/s must not
 # count), at 2 threads: low rounds 1, 2 -> GB/s 56, 54 -> 55.0, probe 35, 36 -> 35.5, % 160, 150 ->
 # 155.0 (2); high round 3 -> 54.0, 60.0, 90.0 (1); 1 thread 29, 30, 28 -> 29.0
@@ -50,6 +58,10 @@ grep -q "$bad:2: not a JSON object" <<<"$msg" || fail "bad input message: $msg"
 printf '{"test": "tg64", "model": "x"}\n' > "$bad"
 if msg=$(python3 "$src/tools/rounds_summary.py" "$bad" 2>&1); then fail "incomplete object accepted"; fi
 grep -q "$bad:1: no roofline_pct, bandwidth_gbps, tokens_per_s" <<<"$msg" || fail "incomplete object message: $msg"
+printf '{"compare": "tg64", "model": "b", "baseline": "a", "ratio_median": 1, "faster_reps": 1, "reps": 1, "interleave": "token"}\n' > "$bad"
+if msg=$(python3 "$src/tools/rounds_summary.py" "$bad" 2>&1); then fail "incomplete token comparison accepted"; fi
+grep -q "$bad:1: no token_ratio_median, rep_token_ratio, round, at in a bench --json object" <<<"$msg" ||
+  fail "incomplete token comparison message: $msg"
 printf '{"kind": "ceiling", "format": "x1", "isa": "avx512", "threads": 2}\n' > "$bad"
 if msg=$(python3 "$src/tools/rounds_summary.py" "$bad" 2>&1); then fail "incomplete ceiling object accepted"; fi
 grep -q "$bad:1: no gbps, bandwidth_gbps, ceiling_pct in a kernels --ceiling --json object" <<<"$msg" ||
