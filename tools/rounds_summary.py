@@ -29,7 +29,7 @@ rep-by-rep method; their comparisons get a table of their own: per pair,
 each repetition's median token ratio (rep_token_ratio) split by that
 repetition's probes (the baseline's rep_probe_gbps of the same round and
 run; low / high / mixed as above), medians and counts, and the median over
-rounds of token_ratio_median.
+rounds of token_ratio_median; then the same inverted (baseline / model).
 
 `ternbench kernels --ceiling --json` objects (tools/rounds.sh adds them
 after each round's benches) give a last table: per format, its highest
@@ -132,9 +132,10 @@ def token_table(tok_tests, tok_cmps, split):
             for r, (pb, pa) in zip(c["rep_token_ratio"], base["rep_probe_gbps"]):
                 by[rep_state(pb, pa, split)].append(r)
         allm = med([c["token_ratio_median"] for c in v])
-        print(f"token pairs: {m + ' / ' + b:44} {t:6} {med(by['low']):6.3f} {len(by['low']):3} "
-              f"{med(by['high']):6.3f} {len(by['high']):3} {med(by['mixed']):6.3f} {len(by['mixed']):3} "
-              f"{allm:6.3f} {len(v):6}")
+        for pair, f in ((m + " / " + b, lambda x: x), (b + " / " + m, lambda x: 1.0 / x)):
+            print(f"token pairs: {pair:44} {t:6} {f(med(by['low'])):6.3f} {len(by['low']):3} "
+                  f"{f(med(by['high'])):6.3f} {len(by['high']):3} {f(med(by['mixed'])):6.3f} "
+                  f"{len(by['mixed']):3} {f(allm):6.3f} {len(v):6}")
 
 
 def main(argv):

@@ -32,6 +32,10 @@ if grep -qE "^per repetition: b " <<<"$out"; then fail "a per-repetition row for
 tok=$(grep -E "^token pairs: b / a +tg64 " <<<"$out") || fail "no token-pair row"
 read -r -a tp <<<"${tok#token pairs: }"
 [ "${tp[*]}" = "b / a tg64 0.500 1 0.550 3 0.600 1 0.555 2" ] || fail "token-pair row: ${tp[*]}"
+# and inverted: 1 / 0.5, 1 / 0.55, 1 / 0.6, 1 / 0.555
+tok=$(grep -E "^token pairs: a / b +tg64 " <<<"$out") || fail "no inverted token-pair row"
+read -r -a tp <<<"${tok#token pairs: }"
+[ "${tp[*]}" = "a / b tg64 2.000 1 1.818 3 1.667 1 1.802 2" ] || fail "inverted token-pair row: ${tp[*]}"
 if grep -qE "^tg64 .*9\.000" <<<"$out"; then fail "a token-turns comparison among the rep-paired ones"; fi
 # kernels --ceiling objects (format x1): the best tier only (avx512; generic's 999 GB/s must not
 # count), at 2 threads: low rounds 1, 2 -> GB/s 56, 54 -> 55.0, probe 35, 36 -> 35.5, % 160, 150 ->
