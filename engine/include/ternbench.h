@@ -36,9 +36,11 @@
  * gguf) are borrowed and live as long as their owner.
  *
  * Threading: a tb_session_t runs its forward pass on its own thread pool of
- * n_threads (the caller's thread included). Distinct sessions may be used
- * from distinct threads; one session must not be used from two threads at
- * once. Models are immutable after load and may be shared by sessions.
+ * n_threads (the caller's thread included), or on one it borrows
+ * (tb_session_params_t.pool). Distinct sessions may be used from distinct
+ * threads unless they share a pool; one session must not be used from two
+ * threads at once. Models are immutable after load and may be shared by
+ * sessions.
  */
 #ifndef TERNBENCH_H
 #define TERNBENCH_H
@@ -462,10 +464,9 @@ typedef struct tb_session_params {
                              n_threads. Else the session runs on this one,
                              borrowed: n_threads must be its thread count, it
                              must outlive the session, and sessions sharing it
-                             must not eval at the same time. (bench, taking
-                             turns token by token between files, keeps every
-                             file on one pool so no idle pool spins beside
-                             the running one.)                              */
+                             must not eval at the same time (so sessions that
+                             take turns token by token leave no idle pool
+                             spinning beside the running one)               */
 } tb_session_params_t;
 
 typedef struct tb_session tb_session_t;
