@@ -106,11 +106,17 @@ typedef struct {
 /* What a timed eval profiles: nothing, its phases, or its split passes. */
 enum { PROF_NONE, PROF_PHASES, PROF_SPLIT };
 
-/* The token ids every eval feeds (the same for every rep), at least
- * `count` of them; NULL when out of memory. */
-static int32_t *bench_ids(int32_t n_vocab, int count) {
+/* An emptied cache of s filled to `depth` tokens (untimed), and the token
+ * ids every eval feeds (the same for every rep; max(n, depth) of them,
+ * freed by the caller). NULL when out of memory (*rc TB_ERR_NOMEM); *rc
+ * is the prefill's status otherwise. */
+static int32_t *bench_start(tb_session_t *s, int32_t n_vocab, int depth, int n, int *rc) {
+    const int count = n > depth ? n : depth;
     int32_t *ids = malloc(sizeof(int32_t) * (size_t)count + sizeof(int32_t));
+    *rc = ids ? TB_OK : TB_ERR_NOMEM;
     for (int i = 0; ids && i < count; i++) ids[i] = (int32_t)((i * 7919 + 13) % n_vocab);
+    tb_session_reset(s);
+    if (ids && depth) *rc = tb_session_eval(s, ids, depth, false);
     return ids;
 }
 
@@ -121,10 +127,9 @@ static int32_t *bench_ids(int32_t n_vocab, int count) {
  * latency (n). */
 static int time_eval(tb_session_t *s, int32_t n_vocab, int depth, int n, bool batch, int profile,
                      double *tps, double *lat_ms) {
-    tb_session_reset(s);
-    int32_t *ids = bench_ids(n_vocab, n > depth ? n : depth);
-    if (!ids) return TB_ERR_NOMEM;
-    int rc = depth ? tb_session_eval(s, ids, depth, false) : TB_OK;
+    int rc;
+    int32_t *ids = bench_start(s, n_vocab, depth, n, &rc);
+    if (!ids) return rc;
     if (profile == PROF_PHASES) tb_session_set_profile(s, true);
     if (profile == PROF_SPLIT) tb_session_set_split_profile(s, true);
     uint64_t t0 = tb_now_ns();
@@ -155,9 +160,8 @@ static int turns_rep(bench_var_t *v, int nv, int depth, int n, int i, int ti, in
     int32_t *ids[BENCH_MAX_MODELS] = {NULL};
     int rc = TB_OK;
     for (int k = 0; k < nv && !rc; k++) {
-        if (!(ids[k] = bench_ids(v[k].info.n_vocab, n > depth ? n : depth))) rc = TB_ERR_NOMEM;
-        tb_session_reset(v[k].s);
-        if (!rc && depth && (rc = tb_session_eval(v[k].s, ids[k], depth, false))) *bad = k;
+        ids[k] = bench_start(v[k].s, v[k].info.n_vocab, depth, n, &rc);
+        if (rc && rc != TB_ERR_NOMEM) *bad = k;
     }
     for (int t = 0; !rc && t < n; t++)
         for (int step = 0; !rc && step < nv; step++) {

@@ -174,18 +174,18 @@ def main(argv):
                     sys.stderr.write(f"{f}:{ln}: not a JSON object\n")
                     return 1
                 is_ceil = r.get("kind") == "ceiling"
+                tok = r.get("interleave") == "token"   # bench --interleave token
                 need = (("model", "roofline_pct", "bandwidth_gbps", "tokens_per_s") if "test" in r
                         else ("model", "baseline", "ratio_median", "faster_reps", "reps") if "compare" in r
                         else ("format", "isa", "threads", "gbps", "bandwidth_gbps", "ceiling_pct") if is_ceil
                         else ())
-                if r.get("interleave") == "token" and "compare" in r:
+                if tok and "compare" in r:
                     need = need + ("token_ratio_median", "rep_token_ratio", "round", "at")
                 missing = [k for k in need if k not in r]
                 if missing:
                     what = "kernels --ceiling" if is_ceil else "bench"
                     sys.stderr.write(f"{f}:{ln}: no {', '.join(missing)} in a {what} --json object\n")
                     return 1
-                tok = r.get("interleave") == "token"
                 if "test" in r and tok:
                     tok_tests[(r.get("round"), r.get("at"), name(r["model"]), r["test"])] = r
                 elif "test" in r:

@@ -170,7 +170,7 @@ int tb_session_new(const tb_model_t *m, const tb_session_params_t *p, tb_session
     s->kv_elem = sp.kv_type == TB_TYPE_F16 ? 2 : 4;
     int rc = alloc_buffers(s);
     if (rc == TB_OK && sp.pool) s->pool = sp.pool;
-    else if (rc == TB_OK && (rc = tb_pool_new(sp.n_threads, &s->pool)) == TB_OK) s->own_pool = true;
+    else if (rc == TB_OK) rc = tb_pool_new(sp.n_threads, &s->pool);
     if (rc != TB_OK) {
         tb_session_free(s);
         return rc;
@@ -181,7 +181,7 @@ int tb_session_new(const tb_model_t *m, const tb_session_params_t *p, tb_session
 
 void tb_session_free(tb_session_t *s) {
     if (!s) return;
-    if (s->own_pool) tb_pool_free(s->pool);
+    if (!s->p.pool) tb_pool_free(s->pool);   /* its own, not a borrowed one */
     tb_huge_free(s->kv_arena);
     free(s->kv);
     void *bufs[] = {s->x, s->xn, s->y, s->y2, s->act_own, s->x_own, s->xn_own, s->y_b, s->y2_b, s->split_plan,

@@ -32,7 +32,6 @@ struct tb_session {
     const tb_model_t *m;
     tb_session_params_t p;
     tb_pool_t *pool;
-    bool own_pool;                   /* pool made by the session (else borrowed) */
     tb_sched_t *sched;               /* (n_threads) work ranges of a pass  */
     int32_t pos;                     /* tokens in the cache */
     size_t kv_elem;                  /* 2 (f16) or 4 (f32) */

@@ -7,6 +7,14 @@ src=${TB_SOURCE_ROOT:?}
 out=$(python3 "$src/tools/rounds_summary.py" "$src/tests/tools/rounds.jsonl")
 fail() { echo "FAIL: $1"; echo "$out"; exit 1; }
 line() { grep -E "^$1 +tg64 " <<<"$out" || fail "no row for $1"; }
+# row PATTERN PREFIX WANT: the line of $out matching ^PATTERN, PREFIX cut off, must read WANT
+# (word by word)
+row() {
+  local l w
+  l=$(grep -E "^$1" <<<"$out") || fail "no row matching $1"
+  read -r -a w <<<"${l#"$2"}"
+  [ "${w[*]}" = "$3" ] || fail "row $1: ${w[*]}"
+}
 # a: all 90/94/70 -> median 90.0, range 70.0-94.0; low 90,94 -> 92.0 (2); high 70.0 (1);
 #    p50 low 95,97 -> 96.0, high 72.0; stall 2,4,9 -> 4.0; tok/s low 102.0, high 130.0
 read -r -a a <<<"$(line a)"
@@ -21,36 +29,26 @@ grep -qx "tg64 a / b: 2.000 (1.000-4.000, 3 rounds), a faster in 12 of 15 repeti
 #   round 1: 100 @ 30/30 low 100 %; 110 @ 30/60 mixed 55 %; 120 @ 60/60 high 60 %
 #   round 3: 200 @ 60/60 high 100 %; 190 @ 60/58 (3 % apart) high 95 %
 #   -> low 100.0 (1), high 60,100,95 -> 95.0 (3), mixed 55.0 (1); tok/s low 100.0, high 190.0
-rep=$(grep -E "^per repetition: a +tg64 " <<<"$out") || fail "no per-repetition row for a"
-read -r -a ra <<<"${rep#per repetition: }"
-[ "${ra[*]}" = "a tg64 5 100.0 1 95.0 3 55.0 1 100.0 190.0" ] || fail "per-repetition row a: ${ra[*]}"
+row "per repetition: a +tg64 " "per repetition: " "a tg64 5 100.0 1 95.0 3 55.0 1 100.0 190.0"
 if grep -qE "^per repetition: b " <<<"$out"; then fail "a per-repetition row for b, which lists no repetitions"; fi
 # token turns (interleave "token", rounds 1 and 3): their tests stay out of rows a and b above
 # (roofline 1 % would move them); b / a per repetition by the baseline a's probes of the same
 # round: round 1 0.5 low, 0.6 mixed, 0.55 high; round 3 0.52, 0.58 high -> low 0.500 (1),
 # high 0.52, 0.55, 0.58 -> 0.550 (3), mixed 0.600 (1); all: median of 0.55, 0.56 -> 0.555 (2)
-tok=$(grep -E "^token pairs: b / a +tg64 " <<<"$out") || fail "no token-pair row"
-read -r -a tp <<<"${tok#token pairs: }"
-[ "${tp[*]}" = "b / a tg64 0.500 1 0.550 3 0.600 1 0.555 2" ] || fail "token-pair row: ${tp[*]}"
+row "token pairs: b / a +tg64 " "token pairs: " "b / a tg64 0.500 1 0.550 3 0.600 1 0.555 2"
 # and inverted: 1 / 0.5, 1 / 0.55, 1 / 0.6, 1 / 0.555
-tok=$(grep -E "^token pairs: a / b +tg64 " <<<"$out") || fail "no inverted token-pair row"
-read -r -a tp <<<"${tok#token pairs: }"
-[ "${tp[*]}" = "a / b tg64 2.000 1 1.818 3 1.667 1 1.802 2" ] || fail "inverted token-pair row: ${tp[*]}"
+row "token pairs: a / b +tg64 " "token pairs: " "a / b tg64 2.000 1 1.818 3 1.667 1 1.802 2"
 if grep -qE "^tg64 .*9\.000" <<<"$out"; then fail "a token-turns comparison among the rep-paired ones"; fi
 # kernels --ceiling objects (format x1): the best tier only (avx512; generic's 999 GB/s must not
 # count), at 2 threads: low rounds 1, 2 -> GB/s 56, 54 -> 55.0, probe 35, 36 -> 35.5, % 160, 150 ->
 # 155.0 (2); high round 3 -> 54.0, 60.0, 90.0 (1); 1 thread 29, 30, 28 -> 29.0
-ceil=$(grep -E "^ceiling: x1 " <<<"$out") || fail "no ceiling row for x1"
-read -r -a c <<<"${ceil#ceiling: }"
-[ "${c[*]}" = "x1 avx512 2 55.0 35.5 155.0 2 54.0 60.0 90.0 1 29.0" ] || fail "ceiling row x1: ${c[*]}"
+row "ceiling: x1 " "ceiling: " "x1 avx512 2 55.0 35.5 155.0 2 54.0 60.0 90.0 1 29.0"
 # --split 35.5 moves round 2 (36 GB/s) to the high state: a low 90.0 (1), high 82.0 (2); the
 # ceiling's low 56.0 35.0 160.0 (1), high 54.0, probes 36, 60 -> 48.0, % 150, 90 -> 120.0 (2)
 out=$(python3 "$src/tools/rounds_summary.py" --split 35.5 "$src/tests/tools/rounds.jsonl")
 read -r -a a <<<"$(line a)"
 [ "${a[5]} ${a[6]} ${a[7]} ${a[8]}" = "90.0 1 82.0 2" ] || fail "--split: ${a[*]}"
-ceil=$(grep -E "^ceiling: x1 " <<<"$out") || fail "no ceiling row for x1 (--split)"
-read -r -a c <<<"${ceil#ceiling: }"
-[ "${c[*]}" = "x1 avx512 2 56.0 35.0 160.0 1 54.0 48.0 120.0 2 29.0" ] || fail "--split ceiling row x1: ${c[*]}"
+row "ceiling: x1 " "ceiling: " "x1 avx512 2 56.0 35.0 160.0 1 54.0 48.0 120.0 2 29.0"
 # a line that is not JSON names the file and line, exit 1
 bad=$(mktemp)
 trap 'rm -f "$bad"' EXIT
