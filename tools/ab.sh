@@ -35,8 +35,10 @@ sha() { sha256sum "$1" | cut -d' ' -f1; }
 # identity on the side's first object only
 declare -A said=()
 args=("$@")
+tmp=""
+trap 'rm -f "$tmp" "$tmp.err"' EXIT   # a stopped run leaves OUT with whole runs only
 side() {
-  local s=$1 bin=$2 p=$3 at tmp
+  local s=$1 bin=$2 p=$3 at
   at=$(date -u +%H:%M:%S)
   tmp=$(mktemp)
   if ! "$bin" bench "${args[@]}" --json > "$tmp" 2> "$tmp.err"; then
