@@ -36,7 +36,7 @@ sha() { sha256sum "$1" | cut -d' ' -f1; }
 declare -A said=()
 args=("$@")
 tmp=""
-trap 'rm -f "$tmp" "$tmp.err"' EXIT   # a stopped run leaves OUT with whole runs only
+trap 'rm -f "$tmp" "$tmp.err" "$tmp.tag"' EXIT   # a stopped run leaves OUT with whole runs only
 side() {
   local s=$1 bin=$2 p=$3 at
   at=$(date -u +%H:%M:%S)
@@ -44,7 +44,6 @@ side() {
   if ! "$bin" bench "${args[@]}" --json > "$tmp" 2> "$tmp.err"; then
     echo "ab: $bin bench failed in pair $p (side $s):" >&2
     cat "$tmp.err" >&2
-    rm -f "$tmp" "$tmp.err"
     exit 1
   fi
   local id=()
@@ -52,7 +51,8 @@ side() {
     id=("$bin" "$(stat -c %s "$bin")" "$(sha "$bin")")
     said[$s]=1
   fi
-  python3 - "$tmp" "$s" "$p" "$at" "${id[@]}" >> "$out" <<'PY' || { rm -f "$tmp" "$tmp.err"; exit 1; }
+  # tagged into $tmp.tag first, so that OUT only ever gains whole runs
+  python3 - "$tmp" "$s" "$p" "$at" "${id[@]}" > "$tmp.tag" <<'PY' || exit 1
 import json, sys
 path, side, pair, at, *bin = sys.argv[1:]
 for ln, line in enumerate(open(path), 1):
@@ -61,14 +61,15 @@ for ln, line in enumerate(open(path), 1):
     try:
         o = json.loads(line)
     except ValueError as e:
-        sys.exit(f"ab: line {ln} of side {side}'s bench output is not JSON: {e}")
+        sys.exit(f"ab: line {ln} of side {side}'s bench output in pair {pair} is not JSON: {e}")
     tag = {"ab": side, "pair": int(pair), "at": at}
     if bin:
         tag.update(bin=bin[0], bin_bytes=int(bin[1]), bin_sha256=bin[2])
         bin = []
     print(json.dumps({**tag, **o}))
 PY
-  rm -f "$tmp" "$tmp.err"
+  cat "$tmp.tag" >> "$out"
+  rm -f "$tmp" "$tmp.err" "$tmp.tag"
 }
 for p in $(seq 1 "$n"); do
   if [ $((p % 2)) -eq 1 ]; then

@@ -81,4 +81,10 @@ cp "$tmp/ab.jsonl" "$tmp/keep.jsonl"
 if ab "$tmp/keep.jsonl" 1 "$B" "$B" -m "$tmp/none.gguf" 2> "$tmp/e"; then fail "a failing bench passed"; fi
 grep -q "bench failed in pair 1 (side a)" "$tmp/e" || fail "failure message: $(cat "$tmp/e")"
 cmp -s "$tmp/keep.jsonl" "$tmp/ab.jsonl" || fail "a failed run changed the objects before it"
+# a run whose output is not all JSON (a stand-in binary) stops likewise, and OUT gains none of it
+printf '#!/bin/sh\necho "{\\"test\\": \\"tg4\\"}"\necho garbage\n' > "$tmp/fake"
+chmod +x "$tmp/fake"
+if ab "$tmp/keep.jsonl" 1 "$tmp/fake" "$B" -m "$tmp/t.gguf" 2> "$tmp/e"; then fail "garbage output passed"; fi
+grep -q "line 2 of side a's bench output in pair 1 is not JSON" "$tmp/e" || fail "garbage message: $(cat "$tmp/e")"
+cmp -s "$tmp/keep.jsonl" "$tmp/ab.jsonl" || fail "a run with garbage output changed OUT"
 echo "ab tools: ok"
