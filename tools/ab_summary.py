@@ -22,18 +22,11 @@ side (a run that was stopped) is skipped with a note on stderr. Python 3
 standard library only.
 """
 import collections
-import json
 import math
-import os
 import signal
-import statistics
 import sys
 
-AGREE = 0.15   # bench's PROBE_AGREE
-
-
-def med(xs):
-    return statistics.median(xs) if xs else float("nan")
+from tb_summary import args, med, name, objects, rep_state
 
 
 def quartiles(xs):
@@ -59,25 +52,10 @@ def sign_p(k, n):
     return min(1.0, 2.0 * tail)
 
 
-def rep_state(before, after, split):
-    if abs(before - after) > AGREE * max(before, after):
-        return "mixed"
-    if before < split and after < split:
-        return "low"
-    if before >= split and after >= split:
-        return "high"
-    return "mixed"
-
-
 def run_state(obj, split):
     """The state every repetition of the run was settled in, else 'mixed'."""
     states = {rep_state(b, a, split) for b, a in obj["rep_probe_gbps"]}
     return states.pop() if len(states) == 1 else "mixed"
-
-
-def name(path):
-    base = os.path.basename(path)
-    return base[:-5] if base.endswith(".gguf") else base
 
 
 NEED = ("ab", "pair", "model", "test", "tokens_per_s", "roofline_pct", "rep_probe_gbps")
@@ -86,53 +64,34 @@ NEED = ("ab", "pair", "model", "test", "tokens_per_s", "roofline_pct", "rep_prob
 def load(files):
     """{(pair, side, file, test): object}, {side: (bin, sha256)}; or an error string."""
     runs, bins = {}, {}
-    for f in files:
-        with open(f) as fh:
-            for ln, line in enumerate(fh, 1):
-                if not line.strip():
-                    continue
-                try:
-                    r = json.loads(line)
-                except ValueError as e:
-                    return None, None, f"{f}:{ln}: not a JSON object: {e}"
-                if not isinstance(r, dict):
-                    return None, None, f"{f}:{ln}: not a JSON object"
-                if "compare" in r:          # bench's own comparisons of several files
-                    continue
-                missing = [k for k in NEED if k not in r]
-                if missing:
-                    return None, None, f"{f}:{ln}: no {', '.join(missing)} in a tools/ab.sh object"
-                if r["ab"] not in ("a", "b"):
-                    return None, None, f"{f}:{ln}: side \"{r['ab']}\" is neither a nor b"
-                if "bin" in r:
-                    bins.setdefault(r["ab"], (r["bin"], r.get("bin_sha256", "?")))
-                # a file named twice in one run (bench -m F -m F) is F, then F#2, ...
-                base = name(r["model"])
-                fn, k = base, 1
-                while (r["pair"], r["ab"], fn, r["test"]) in runs:
-                    k += 1
-                    fn = f"{base}#{k}"
-                runs[(r["pair"], r["ab"], fn, r["test"])] = r
+    try:
+        for f, ln, r in objects(files):
+            if "compare" in r:          # bench's own comparisons of several files
+                continue
+            missing = [k for k in NEED if k not in r]
+            if missing:
+                return None, None, f"{f}:{ln}: no {', '.join(missing)} in a tools/ab.sh object"
+            if r["ab"] not in ("a", "b"):
+                return None, None, f"{f}:{ln}: side \"{r['ab']}\" is neither a nor b"
+            if "bin" in r:
+                bins.setdefault(r["ab"], (r["bin"], r.get("bin_sha256", "?")))
+            # a file named twice in one run (bench -m F -m F) is F, then F#2, ...
+            base = name(r["model"])
+            fn, k = base, 1
+            while (r["pair"], r["ab"], fn, r["test"]) in runs:
+                k += 1
+                fn = f"{base}#{k}"
+            runs[(r["pair"], r["ab"], fn, r["test"])] = r
+    except ValueError as e:
+        return None, None, str(e)
     return runs, bins, None
 
 
 def main(argv):
-    split = 42.0
-    files = []
-    i = 0
-    while i < len(argv):
-        if argv[i] == "--split" and i + 1 < len(argv):
-            split = float(argv[i + 1])
-            i += 2
-        elif argv[i].startswith("-"):
-            sys.stderr.write(__doc__)
-            return 2
-        else:
-            files.append(argv[i])
-            i += 1
-    if not files:
-        sys.stderr.write(__doc__)
+    parsed = args(argv, __doc__)
+    if parsed is None:
         return 2
+    split, files = parsed
     runs, bins, err = load(files)
     if err:
         sys.stderr.write(err + "\n")

@@ -39,34 +39,10 @@ ceiling GB/s, the probe and ceiling_pct, with counts, and the median
 1-thread ceiling. Python 3 standard library only.
 """
 import collections
-import json
-import os
 import signal
-import statistics
 import sys
 
-
-def med(xs):
-    return statistics.median(xs) if xs else float("nan")
-
-
-def name(path):
-    base = os.path.basename(path)
-    return base[:-5] if base.endswith(".gguf") else base
-
-
-AGREE = 0.15   # bench's PROBE_AGREE: a repetition's probes within this share
-
-
-def rep_state(before, after, split):
-    """'low' / 'high' when both probes agree and sit on one side of split, else 'mixed'."""
-    if abs(before - after) > AGREE * max(before, after):
-        return "mixed"
-    if before < split and after < split:
-        return "low"
-    if before >= split and after >= split:
-        return "high"
-    return "mixed"
+from tb_summary import args, med, name, objects, rep_state
 
 
 def rep_table(tests, split):
@@ -139,63 +115,44 @@ def token_table(tok_tests, tok_cmps, split):
 
 
 def main(argv):
-    split = 42.0
-    files = []
-    i = 0
-    while i < len(argv):
-        if argv[i] == "--split" and i + 1 < len(argv):
-            split = float(argv[i + 1])
-            i += 2
-        elif argv[i].startswith("-"):
-            sys.stderr.write(__doc__)
-            return 2
-        else:
-            files.append(argv[i])
-            i += 1
-    if not files:
-        sys.stderr.write(__doc__)
+    parsed = args(argv, __doc__)
+    if parsed is None:
         return 2
+    split, files = parsed
     tests = collections.defaultdict(list)
     cmps = collections.defaultdict(list)
     tok_tests = {}                            # (round, at, file, test) -> object, token turns
     tok_cmps = collections.defaultdict(list)  # (model, baseline, test) -> compare objects
     ceil = collections.defaultdict(list)
-    for f in files:
-        with open(f) as fh:
-            for ln, line in enumerate(fh, 1):
-                if not line.strip():
-                    continue
-                try:
-                    r = json.loads(line)
-                except ValueError as e:
-                    sys.stderr.write(f"{f}:{ln}: not a JSON object: {e}\n")
-                    return 1
-                if not isinstance(r, dict):
-                    sys.stderr.write(f"{f}:{ln}: not a JSON object\n")
-                    return 1
-                is_ceil = r.get("kind") == "ceiling"
-                tok = r.get("interleave") == "token"   # bench --interleave token
-                need = (("model", "roofline_pct", "bandwidth_gbps", "tokens_per_s") if "test" in r
-                        else ("model", "baseline", "ratio_median", "faster_reps", "reps") if "compare" in r
-                        else ("format", "isa", "threads", "gbps", "bandwidth_gbps", "ceiling_pct") if is_ceil
-                        else ())
-                if tok and "compare" in r:
-                    need = need + ("token_ratio_median", "rep_token_ratio", "round", "at")
-                missing = [k for k in need if k not in r]
-                if missing:
-                    what = "kernels --ceiling" if is_ceil else "bench"
-                    sys.stderr.write(f"{f}:{ln}: no {', '.join(missing)} in a {what} --json object\n")
-                    return 1
-                if "test" in r and tok:
-                    tok_tests[(r.get("round"), r.get("at"), name(r["model"]), r["test"])] = r
-                elif "test" in r:
-                    tests[(name(r["model"]), r["test"])].append(r)
-                elif "compare" in r and tok:
-                    tok_cmps[(name(r["model"]), name(r["baseline"]), r["compare"])].append(r)
-                elif "compare" in r:
-                    cmps[(name(r["model"]), name(r["baseline"]), r["compare"])].append(r)
-                elif is_ceil:
-                    ceil[r["format"]].append(r)
+    try:
+        rows = list(objects(files))
+    except ValueError as e:
+        sys.stderr.write(f"{e}\n")
+        return 1
+    for f, ln, r in rows:
+        is_ceil = r.get("kind") == "ceiling"
+        tok = r.get("interleave") == "token"   # bench --interleave token
+        need = (("model", "roofline_pct", "bandwidth_gbps", "tokens_per_s") if "test" in r
+                else ("model", "baseline", "ratio_median", "faster_reps", "reps") if "compare" in r
+                else ("format", "isa", "threads", "gbps", "bandwidth_gbps", "ceiling_pct") if is_ceil
+                else ())
+        if tok and "compare" in r:
+            need = need + ("token_ratio_median", "rep_token_ratio", "round", "at")
+        missing = [k for k in need if k not in r]
+        if missing:
+            what = "kernels --ceiling" if is_ceil else "bench"
+            sys.stderr.write(f"{f}:{ln}: no {', '.join(missing)} in a {what} --json object\n")
+            return 1
+        if "test" in r and tok:
+            tok_tests[(r.get("round"), r.get("at"), name(r["model"]), r["test"])] = r
+        elif "test" in r:
+            tests[(name(r["model"]), r["test"])].append(r)
+        elif "compare" in r and tok:
+            tok_cmps[(name(r["model"]), name(r["baseline"]), r["compare"])].append(r)
+        elif "compare" in r:
+            cmps[(name(r["model"]), name(r["baseline"]), r["compare"])].append(r)
+        elif is_ceil:
+            ceil[r["format"]].append(r)
     print(f"{'file':24} {'test':6} {'n':>3} {'all %':>6} {'range':>12} {'low %':>6} {'n':>3} {'high %':>6} {'n':>3}"
           f" {'p50 low':>7} {'p50 high':>8} {'stall %':>7} {'tok/s low':>9} {'tok/s high':>10}")
     for (f, t), v in sorted(tests.items()):
