@@ -30,10 +30,8 @@ done
 for x in "$@"; do
   [ "$x" != --json ] || { echo "ab: leave --json out of BENCH_ARGS (ab adds it)" >&2; exit 2; }
 done
-sha() { sha256sum "$1" | cut -d' ' -f1; }
 # side SIDE BIN PAIR: one run of BIN on the bench arguments, its objects tagged; the binary's
-# identity on the side's first object only
-declare -A said=()
+# identity on the first object of the side's first run (pair 1)
 args=("$@")
 tmp=""
 trap 'rm -f "$tmp" "$tmp.err" "$tmp.tag"' EXIT   # a stopped run leaves OUT with whole runs only
@@ -47,10 +45,7 @@ side() {
     exit 1
   fi
   local id=()
-  if [ -z "${said[$s]:-}" ]; then
-    id=("$bin" "$(stat -c %s "$bin")" "$(sha "$bin")")
-    said[$s]=1
-  fi
+  [ "$p" != 1 ] || id=("$bin" "$(stat -c %s "$bin")" "$(sha256sum "$bin" | cut -d' ' -f1)")
   # tagged into $tmp.tag first, so that OUT only ever gains whole runs
   python3 - "$tmp" "$s" "$p" "$at" "${id[@]}" > "$tmp.tag" <<'PY' || exit 1
 import json, sys

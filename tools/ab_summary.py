@@ -101,21 +101,16 @@ def main(argv):
         print(f"{s}: {b} (sha256 {sha[:12]})")
     # (file, test) -> state -> [(ratio, a %, b %)]
     table = collections.defaultdict(lambda: collections.defaultdict(list))
-    for (p, side, f, t), ra in sorted(runs.items()):
-        if side != "a":
-            continue
-        rb = runs.get((p, "b", f, t))
-        if rb is None:
-            sys.stderr.write(f"ab_summary: pair {p}: {f} {t} has no side b (skipped)\n")
+    for p, f, t in sorted({(p, f, t) for p, _, f, t in runs}):
+        ra, rb = runs.get((p, "a", f, t)), runs.get((p, "b", f, t))
+        if ra is None or rb is None:
+            sys.stderr.write(f"ab_summary: pair {p}: {f} {t} has no side {'a' if ra is None else 'b'} (skipped)\n")
             continue
         sa, sb = run_state(ra, split), run_state(rb, split)
         st = sa if sa == sb else "mixed"
         x = (rb["tokens_per_s"] / ra["tokens_per_s"], ra["roofline_pct"], rb["roofline_pct"])
         table[(f, t)][st].append(x)
         table[(f, t)]["all"].append(x)
-    for (p, side, f, t) in sorted(runs):
-        if side == "b" and (p, "a", f, t) not in runs:
-            sys.stderr.write(f"ab_summary: pair {p}: {f} {t} has no side a (skipped)\n")
     print(f"{'file':24} {'test':6} {'state':6} {'pairs':>5} {'b/a':>6} {'q25':>6} {'q75':>6}"
           f" {'b faster':>8} {'sign p':>6} {'a %':>6} {'b %':>6}")
     for (f, t), by in sorted(table.items()):
