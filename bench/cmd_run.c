@@ -78,6 +78,17 @@ int cmd_run(int argc, char **argv) {
         else if (a[0] == '-') { fprintf(stderr, "ternbench run: unknown option %s\n", a); status = run_usage(); goto out; }
         else files[n_files++] = a;
     }
+    /* provenance: the engine's software prefetch distance (--prefetch,
+     * TB_PREFETCH or the CPU's default) as the run tag prefetch_bytes,
+     * unless --tag set that key (argc > 2 * n_tags leaves its slot) */
+    char pf_val[24];
+    snprintf(pf_val, sizeof pf_val, "%zu", tb_prefetch_bytes());
+    bool pf_tagged = false;
+    for (int i = 0; i < n_tags; i++) pf_tagged |= !strcmp(keys[i], "prefetch_bytes");
+    if (!pf_tagged) {
+        keys[n_tags] = "prefetch_bytes";
+        vals[n_tags++] = pf_val;
+    }
     if (n_files == 0) { status = run_usage(); goto out; }
 
     /* parse everything first: a bad scenario records nothing */

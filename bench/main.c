@@ -6,6 +6,7 @@
 
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static const struct {
@@ -30,10 +31,13 @@ static const struct {
 
 static void usage(FILE *f) {
     fprintf(f, "ternbench %s — benchmark and reproduce on-device LLM speed claims\n\n"
-               "usage: ternbench [--isa I] COMMAND [ARGS]\n\ncommands:\n", TB_VERSION_STRING);
+               "usage: ternbench [--isa I] [--prefetch BYTES] COMMAND [ARGS]\n\ncommands:\n", TB_VERSION_STRING);
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         fprintf(f, "  %-11s %s\n", commands[i].name, commands[i].help);
-    fprintf(f, "\n--isa ref|generic|avx2|avx512|neon caps the kernel tier for the command (as TB_ISA=I does)\n");
+    fprintf(f, "\n--isa ref|generic|avx2|avx512|neon caps the kernel tier for the command (as TB_ISA=I does)\n"
+               "--prefetch BYTES  software prefetch distance of the streaming matvecs: 0 (none) or a\n"
+               "                  multiple of 64 up to %d (as TB_PREFETCH=BYTES does; default %zu on this CPU)\n",
+            TB_PREFETCH_MAX, tb_prefetch_default());
 }
 
 /* A command's status, made a failure when its standard output could not be
@@ -53,12 +57,24 @@ int main(int argc, char **argv) {
         return 0;
     }
     if (!strcmp(argv[1], "--version")) { printf("ternbench %s\n", TB_VERSION_STRING); return 0; }
-    if (!strcmp(argv[1], "--isa")) {
-        tb_isa_t isa;
+    /* the global options, in any order, before the command */
+    while (argc >= 2 && (!strcmp(argv[1], "--isa") || !strcmp(argv[1], "--prefetch"))) {
         if (argc < 4) { usage(stderr); return 2; }
-        if (tb_isa_from_name(argv[2], &isa) != TB_OK || tb_isa_set(isa) != TB_OK) {
-            fprintf(stderr, "ternbench: --isa %s: %s\n", argv[2], tb_last_error());
-            return 2;
+        if (!strcmp(argv[1], "--isa")) {
+            tb_isa_t isa;
+            if (tb_isa_from_name(argv[2], &isa) != TB_OK || tb_isa_set(isa) != TB_OK) {
+                fprintf(stderr, "ternbench: --isa %s: %s\n", argv[2], tb_last_error());
+                return 2;
+            }
+        } else {
+            char *end;
+            errno = 0;
+            const unsigned long long v = strtoull(argv[2], &end, 10);
+            if (!*argv[2] || *end || argv[2][0] == '-' || errno || tb_prefetch_set((size_t)v) != TB_OK) {
+                fprintf(stderr, "ternbench: --prefetch %s: %s\n", argv[2],
+                        *end || !*argv[2] || argv[2][0] == '-' || errno ? "not a number of bytes" : tb_last_error());
+                return 2;
+            }
         }
         argc -= 2;
         argv += 2;

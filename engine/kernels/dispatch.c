@@ -33,6 +33,8 @@ static pthread_once_t once = PTHREAD_ONCE_INIT;
 
 /* Feature bits found at start-up, read by the ISA tiers' fill functions. */
 tb_cpu_features_t tb_cpu;
+uint32_t tb_pf_bytes;
+static uint32_t pf_default;
 
 /* ---------------------------------------------------------------------- */
 /* CPU detection                                                           */
@@ -76,6 +78,12 @@ static void detect_x86(void) {
     unsigned a, b, c, d;
     if (tb_cpu.avx512 && __get_cpuid_count(7, 1, &a, &b, &c, &d))
         tb_cpu.avx512bf16 = (a >> 5) & 1;
+    /* Zen 5 (family 1Ah): the repacked matvecs from memory at 1 thread,
+     * 8 KB ahead vs none, TQ1_0 25 -> 38 GB/s, TQ2_0 37 -> 42 (docs/
+     * engine-notes.md, "Software prefetch on Zen 5"). On Zen 4 (19h) the
+     * same prefetch in TQ1_0's matvec measured no faster, so other CPUs
+     * keep 0 until measured (TB_PREFETCH, `kernels --prefetch`). */
+    if (id.vendor == VENDOR_AMD && id.ext_family >= 0x1A) pf_default = 8192;
 }
 #endif
 
@@ -124,6 +132,8 @@ static tb_isa_t cap_to(tb_isa_t cap) {
     return t;
 }
 
+static bool prefetch_ok(unsigned long long v) { return v <= TB_PREFETCH_MAX && v % 64 == 0; }
+
 static void init(void) {
     tb_kernels_fill_ref(&tables[TB_ISA_REF]);
     tables[TB_ISA_REF].isa = TB_ISA_REF;
@@ -138,6 +148,13 @@ static void init(void) {
     detect_arm();
     add_tier(TB_ISA_NEON, TB_ISA_GENERIC, tb_kernels_fill_neon);
 #endif
+    tb_pf_bytes = pf_default;
+    const char *pf = getenv("TB_PREFETCH");
+    if (pf && *pf) {   /* as TB_ISA: a value tb_prefetch_set refuses is ignored */
+        char *end;
+        const unsigned long long v = strtoull(pf, &end, 10);
+        if (!*end && pf[0] != '-' && prefetch_ok(v)) tb_pf_bytes = (uint32_t)v;
+    }
     active = best;
     const char *env = getenv("TB_ISA");
     if (env && *env) {
@@ -169,6 +186,18 @@ int tb_isa_set(tb_isa_t cap) {
         return tb_err(TB_ERR_UNSUPPORTED, "ISA tier '%s' is not available on this CPU/build (best: %s)",
                       tb_isa_name(cap), tb_isa_name(best));
     active = cap;
+    return TB_OK;
+}
+
+size_t tb_prefetch_bytes(void) { pthread_once(&once, init); return tb_pf_bytes; }
+size_t tb_prefetch_default(void) { pthread_once(&once, init); return pf_default; }
+
+int tb_prefetch_set(size_t bytes) {
+    pthread_once(&once, init);
+    if (!prefetch_ok(bytes))
+        return tb_err(TB_ERR_ARG, "prefetch distance %zu: expected 0 or a multiple of 64 up to %d bytes", bytes,
+                      TB_PREFETCH_MAX);
+    tb_pf_bytes = (uint32_t)bytes;
     return TB_OK;
 }
 

@@ -70,6 +70,15 @@ typedef struct tb_cpu_features {
 } tb_cpu_features_t;
 extern tb_cpu_features_t tb_cpu;
 
+/* Software prefetch distance of the streaming matvecs, in bytes ahead of
+ * the block being read (0: none; a multiple of 64, at most
+ * TB_PREFETCH_MAX). Chosen at start-up from the CPU (dispatch.c,
+ * pf_default), then TB_PREFETCH, then tb_prefetch_set(); kernels read it
+ * once per call. The repacked AVX-512 matvecs use it (x86_common.h,
+ * tb_pf_block): each block's lines that far ahead are requested before it
+ * is read. It changes no result. */
+extern uint32_t tb_pf_bytes;
+
 /* Fill functions of each tier (only the entries the tier implements). */
 void tb_kernels_fill_ref(tb_kernels_t *k);
 void tb_kernels_fill_generic(tb_kernels_t *k);

@@ -35,6 +35,18 @@
 /* Helpers                                                                  */
 /* ---------------------------------------------------------------------- */
 
+/* Software prefetch (tb_pf_bytes, kernels.h): the n bytes of a block at p,
+ * pf bytes further on, requested line by line (n a compile-time constant
+ * at every call, so the loop unrolls; pf is the matvec's copy of
+ * tb_pf_bytes, 0 requesting nothing). A prefetch never faults, so the
+ * last blocks' requests past the copy's end are harmless. */
+TB_INLINE void tb_pf_block(const void *p, size_t n, uint32_t pf) {
+    if (!pf) return;
+    const char *q = (const char *)p + pf;
+    _Pragma("GCC unroll 32")
+    for (size_t o = 0; o < n; o += 64) _mm_prefetch(q + o, _MM_HINT_T0);
+}
+
 TB_INLINE float hsum_ps256(__m256 v) {
     __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
     s = _mm_add_ps(s, _mm_movehl_ps(s, s));

@@ -132,8 +132,10 @@ TB_INLINE void dot_q4_0_grp(int nt, const q4_0_grp *G, int64_t nb, const block_q
     TB_UNROLL
     for (int t = 0; t < TB_Q4RP_NT; t++) acc[t] = _mm512_setzero_ps();
     const __m512i m4 = _mm512_set1_epi8(0x0F);
+    const uint32_t pf = nt == 1 ? tb_pf_bytes : 0;
     for (int64_t i = 0; i < nb; i++) {
         const q4_0_grp *x = &G[i];
+        tb_pf_block(x, sizeof *x, pf);
         __m512i p[TB_Q4RP_NT];   /* (16) i32 per token; all set, as acc */
         TB_UNROLL
         for (int t = 0; t < TB_Q4RP_NT; t++) p[t] = _mm512_setzero_si512();

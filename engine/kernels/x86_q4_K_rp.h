@@ -171,8 +171,10 @@ TB_INLINE void dot_q4_K_grp(int nt, const q4_K_grp *G, int64_t nb, const block_q
     TB_UNROLL
     for (int t = 0; t < TB_Q4KRP_NT; t++) acc[t] = _mm512_setzero_ps();
     const __m512i mlo = _mm512_set1_epi8(0x0F), mhi = _mm512_set1_epi8((char)0xF0);
+    const uint32_t pf = nt == 1 ? tb_pf_bytes : 0;
     for (int64_t i = 0; i < nb; i++) {
         const q4_K_grp *x = &G[i];
+        tb_pf_block(x, sizeof *x, pf);
         __m512i se[4], so[4], mp[4];
         q4k_grp_scales(x, se, so, mp);
         __m512i S[TB_Q4KRP_NT];   /* (16) i32 per token: 16 sumi */

@@ -128,8 +128,10 @@ TB_INLINE void dot_q6_K_grp(int nt, const uint8_t *grp, int64_t nb, const block_
     TB_UNROLL
     for (int t = 0; t < TB_Q6KRP_NT; t++) acc[t] = _mm512_setzero_ps();
     const __m512i m0f = _mm512_set1_epi8(0x0F), m30 = _mm512_set1_epi8(0x30);
+    const uint32_t pf = nt == 1 ? tb_pf_bytes : 0;
     for (int64_t i = 0; i < nb; i++) {
         const q6_K_codes *x = (const q6_K_codes *)(grp + q6krp_codes_at(i));
+        tb_pf_block(x, TB_Q6KRP_BLOCK, pf);   /* the codes and the pair's scales after them */
         __m512i S[TB_Q6KRP_NT];   /* (16) i32 per token */
         TB_UNROLL
         for (int t = 0; t < TB_Q6KRP_NT; t++) S[t] = _mm512_setzero_si512();

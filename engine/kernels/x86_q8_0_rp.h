@@ -121,8 +121,10 @@ TB_INLINE void dot_q8_0_grp(int nt, const q8_0_grp *G, int64_t nb, const block_q
     __m512 acc[TB_Q8RP_NT];   /* all set: a runtime nt would trip -Wmaybe-uninitialized */
     TB_UNROLL
     for (int t = 0; t < TB_Q8RP_NT; t++) acc[t] = _mm512_setzero_ps();
+    const uint32_t pf = nt == 1 ? tb_pf_bytes : 0;
     for (int64_t i = 0; i < nb; i++) {
         const q8_0_grp *x = &G[i];
+        tb_pf_block(x, sizeof *x, pf);
         __m512i p[TB_Q8RP_NT];   /* (16) i32 per token; all set, as acc */
         TB_UNROLL
         for (int t = 0; t < TB_Q8RP_NT; t++) p[t] = _mm512_setzero_si512();

@@ -222,8 +222,10 @@ TB_INLINE void dot_tq2_0_grp(int nt, const tq2_0_grp *G, int64_t nb, const block
     TB_UNROLL
     for (int t = 0; t < TB_RP_NT; t++) acc[t] = _mm512_setzero_ps();
     const __m512i m3 = _mm512_set1_epi8(3);
+    const uint32_t pf = nt == 1 ? tb_pf_bytes : 0;
     for (int64_t i = 0; i < nb; i++) {
         const tq2_0_grp *x = &G[i];
+        tb_pf_block(x, sizeof *x, pf);
         __m512i p[TB_RP_NT];   /* (16) i32 per token */
         TB_UNROLL
         for (int t = 0; t < TB_RP_NT; t++) p[t] = _mm512_setzero_si512();
@@ -562,8 +564,10 @@ TB_G5_TARGET TB_INLINE void dot_tq1_0_g5(int nt, const uint8_t *grp, int64_t nb,
     TB_UNROLL
     for (int t = 0; t < TB_RP_NT1; t++) acc[t] = _mm512_setzero_ps();
     const __m512i m7 = _mm512_set1_epi8(7);
+    const uint32_t pf = nt == 1 ? tb_pf_bytes : 0;
     for (int64_t i = 0; i < nb; i++) {
         const tq1_g5_codes *x = (const tq1_g5_codes *)(grp + tq1_g5_codes_at(i));
+        tb_pf_block(x, TB_G5_BLOCK, pf);   /* the codes and the pair's scales after them */
         __m512i p[TB_RP_NT1][9];   /* (16) i32 partial sums of t . y */
         TB_UNROLL
         for (int t = 0; t < TB_RP_NT1; t++)

@@ -449,6 +449,35 @@ static void test_kernels_json(void **state) {
     }
 }
 
+/* --prefetch BYTES before the command: the distance the JSON reports (also
+ * after --isa); a distance the engine refuses, or no number, is a usage
+ * error naming the option and the value. */
+static void test_prefetch_option(void **state) {
+    (void)state;
+    e2e_res_t r;
+    E2E_RUN(&r, E2E_NO_LIMIT, "--isa", "avx2", "--prefetch", "4096", "kernels", "--format", "q8_0", "--isa", "generic",
+            "--shape", "16x256", "-t", "1", "--json");
+    e2e_assert_clean(&r, "--prefetch 4096 kernels --json");
+    if (r.status != 0) fail_msg("--prefetch 4096: exit %d: %s", r.status, r.err);
+    assert_int_equal((int)num(r.out, "prefetch_bytes"), 4096);
+    e2e_res_free(&r);
+    E2E_RUN(&r, E2E_NO_LIMIT, "--prefetch", "0", "kernels", "--format", "q8_0", "--isa", "generic", "--shape",
+            "16x256", "-t", "1", "--json");
+    if (r.status != 0) fail_msg("--prefetch 0: exit %d: %s", r.status, r.err);
+    assert_int_equal((int)num(r.out, "prefetch_bytes"), 0);
+    e2e_res_free(&r);
+    static const char *const bad[] = {"100", "65600", "-64", "4k", ""};
+    static const char *const why[] = {"multiple of 64", "multiple of 64", "not a number", "not a number",
+                                      "not a number"};
+    for (int i = 0; i < 5; i++) {
+        E2E_RUN(&r, E2E_NO_LIMIT, "--prefetch", bad[i], "bandwidth");
+        assert_int_equal(r.status, 2);
+        e2e_assert_err_has(&r, "--prefetch", "--prefetch", why[i], NULL);
+        assert_int_equal((int)strlen(r.out), 0);   /* refused before the command ran */
+        e2e_res_free(&r);
+    }
+}
+
 /* kernels --ceiling --json: one object per thread count 1..N, each with
  * its hot copy (whole 16-row groups, at most 256 KiB), best no lower than
  * median, per thread = total / n, every thread running in every window,
@@ -507,6 +536,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_bandwidth_json),
         cmocka_unit_test(test_kernels_json),
         cmocka_unit_test(test_kernels_ceiling),
+        cmocka_unit_test(test_prefetch_option),
     };
     int failed = cmocka_run_group_tests(tests, NULL, NULL);
     e2e_cleanup();

@@ -140,6 +140,11 @@ static void test_full_run(void **state) {
     assert_int_equal(q_num(d, "SELECT count(*) FROM runs WHERE status = 'complete' AND ended_utc IS NOT NULL"
                               " AND bandwidth_gbps_before > 0 AND bandwidth_gbps_after > 0 AND record_tokens = 1"), 1);
     assert_int_equal(q_num(d, "SELECT count(*) FROM run_tags WHERE key = 'suite' AND value = 'harness'"), 1);
+    /* the engine's prefetch distance, recorded with the run as it ran */
+    char pf_sql[128];
+    snprintf(pf_sql, sizeof pf_sql, "SELECT count(*) FROM run_tags WHERE key = 'prefetch_bytes' AND value = '%zu'",
+             tb_prefetch_bytes());
+    assert_int_equal(q_num(d, pf_sql), 1);
     assert_int_equal(q_num(d, "SELECT count(*) FROM tests WHERE status = 'complete' AND thermal_state IN ('nominal', 'throttled')"), 6);
     assert_true(q_num(d, "SELECT bytes_per_token FROM models") > 0);
     assert_int_equal(q_num(d, "SELECT count(*) FROM models WHERE synth_preset = 'maple-tiny' AND synth_seed = 1"), 1);

@@ -1,7 +1,10 @@
 /*
  * test_isa.c — dispatch: the active tier follows TB_ISA (set per test in
  * meson.build via argv[1], including values above this CPU's best and invalid ones)
- * and tb_isa_set(); names round-trip; unavailable tiers are refused.
+ * and tb_isa_set(); names round-trip; unavailable tiers are refused. The
+ * software prefetch distance follows TB_PREFETCH (argv[2]; refused values
+ * leave the CPU's default) and tb_prefetch_set(), which refuses what is
+ * not 0 or a multiple of 64 up to TB_PREFETCH_MAX.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -77,14 +80,51 @@ static void test_names(void **state) {
     assert_non_null(strstr(tb_last_error(), "sse9"));
 }
 
+/* The prefetch distance TB_PREFETCH should have produced: a decimal
+ * multiple of 64 up to TB_PREFETCH_MAX, else the CPU's default. */
+static void test_prefetch_env(void **state) {
+    (void)state;
+    const char *env = getenv("TB_PREFETCH");
+    const size_t def = tb_prefetch_default();
+    assert_true(def % 64 == 0 && def <= TB_PREFETCH_MAX);
+    size_t want = def;
+    if (env && *env && strspn(env, "0123456789") == strlen(env)) {
+        const unsigned long long v = strtoull(env, NULL, 10);
+        if (v % 64 == 0 && v <= TB_PREFETCH_MAX) want = (size_t)v;
+    }
+    assert_int_equal(tb_prefetch_bytes(), want);
+}
+
+static void test_prefetch_set(void **state) {
+    (void)state;
+    const size_t before = tb_prefetch_bytes();
+    static const size_t bad[] = {1, 63, 100, TB_PREFETCH_MAX + 64, (size_t)-64};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        assert_int_equal(tb_prefetch_set(bad[i]), TB_ERR_ARG);
+        assert_non_null(strstr(tb_last_error(), "prefetch distance"));
+        assert_int_equal(tb_prefetch_bytes(), before);   /* a refused value changes nothing */
+    }
+    static const size_t good[] = {0, 64, 8192, TB_PREFETCH_MAX};
+    for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+        assert_int_equal(tb_prefetch_set(good[i]), TB_OK);
+        assert_int_equal(tb_prefetch_bytes(), good[i]);
+    }
+    assert_int_equal(tb_prefetch_set(before), TB_OK);
+}
+
 int main(int argc, char **argv) {
-    /* argv[1]: the TB_ISA value under test ("unset" leaves it unset) */
+    /* argv[1]: the TB_ISA value under test ("unset" leaves it unset);
+     * argv[2], if given: the TB_PREFETCH value, the same way */
     if (argc > 1 && strcmp(argv[1], "unset") != 0) setenv("TB_ISA", argv[1], 1);
     else unsetenv("TB_ISA");
+    if (argc > 2 && strcmp(argv[2], "unset") != 0) setenv("TB_PREFETCH", argv[2], 1);
+    else unsetenv("TB_PREFETCH");
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_env_cap),
         cmocka_unit_test(test_set),
         cmocka_unit_test(test_names),
+        cmocka_unit_test(test_prefetch_env),
+        cmocka_unit_test(test_prefetch_set),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

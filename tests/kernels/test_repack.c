@@ -12,6 +12,8 @@
  *                 the group and ranges that cut groups;
  *   gemm          every (token, row) bit-identical to the repacked matvec
  *                 (prefill == decode) and within budget;
+ *   prefetch      matvec bit-identical at software prefetch distances 0,
+ *                 64 and TB_PREFETCH_MAX (tb_prefetch_set);
  *   tb_matmul     1 and 2 threads bit-identical on a registered matrix;
  *   Q4_0 shapes   32-element blocks: columns not multiples of QK_K, odd
  *                 block counts, 1/15/17-row matrices, and rows past the
@@ -137,6 +139,22 @@ static void check_registered(tb_type_t wt, uint8_t *W, size_t ws, int64_t rows, 
             }
         }
     }
+    /* the software prefetch distance changes no result: matvec again at 0,
+     * one line and the largest distance, bit for bit */
+    const size_t pf0 = tb_prefetch_bytes();
+    static const size_t pfs[] = {0, 64, TB_PREFETCH_MAX};
+    for (size_t p = 0; p < TB_ARRAY_LEN(pfs); p++) {
+        assert_int_equal(tb_prefetch_set(pfs[p]), TB_OK);
+        for (int t = 0; t < nt; t++) {
+            fill_nan(Y, (size_t)rows);
+            e->matvec(W, ws, A + as * (size_t)t, Y, r0, r1, n);
+            for (int64_t r = r0; r < r1; r++)
+                if (memcmp(&Y[r], &y[t * rows + r], sizeof *Y) != 0)
+                    fail_msg("%s: matvec at prefetch %zu token %d row %lld %.9g != %.9g at %zu", what, pfs[p], t,
+                             (long long)r, Y[r], y[t * rows + r], pf0);
+        }
+    }
+    assert_int_equal(tb_prefetch_set(pf0), TB_OK);
     for (int k = 1; k <= nt; k++) {
         fill_nan(Y, cells);
         e->gemm(W, ws, A, as, k, Y, rows, r0, r1, n);
