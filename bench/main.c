@@ -6,7 +6,6 @@
 
 #include <errno.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 static const struct {
@@ -66,15 +65,9 @@ int main(int argc, char **argv) {
                 fprintf(stderr, "ternbench: --isa %s: %s\n", argv[2], tb_last_error());
                 return 2;
             }
-        } else {
-            char *end;
-            errno = 0;
-            const unsigned long long v = strtoull(argv[2], &end, 10);
-            if (!*argv[2] || *end || argv[2][0] == '-' || errno || tb_prefetch_set((size_t)v) != TB_OK) {
-                fprintf(stderr, "ternbench: --prefetch %s: %s\n", argv[2],
-                        *end || !*argv[2] || argv[2][0] == '-' || errno ? "not a number of bytes" : tb_last_error());
-                return 2;
-            }
+        } else if (tb_prefetch_set_str(argv[2]) != TB_OK) {
+            fprintf(stderr, "ternbench: --prefetch %s: %s\n", argv[2], tb_last_error());
+            return 2;
         }
         argc -= 2;
         argv += 2;

@@ -138,8 +138,8 @@ const char *tb_isa_features(void);
  * many bytes ahead of the block being read its lines are requested; 0
  * leaves it to the hardware prefetcher. The default is chosen per CPU at
  * first use (tb_prefetch_default: 8192 on AMD family 1Ah, Zen 5, where the
- * hardware prefetcher alone left TQ1_0's matvec at ~57 % of a core's
- * bandwidth; 0 elsewhere, as measured on Zen 4), then the TB_PREFETCH
+ * hardware prefetcher alone left TQ1_0's matvec at 25-30 GB/s of a core's
+ * 43-45; 0 elsewhere, as measured on Zen 4), then the TB_PREFETCH
  * environment variable (bytes) overrides it, then tb_prefetch_set(). Results
  * do not depend on it. Like tb_isa_set, call it between runs, not during one. */
 #define TB_PREFETCH_MAX 65536
@@ -147,6 +147,9 @@ size_t tb_prefetch_bytes(void);
 size_t tb_prefetch_default(void);
 /* bytes: 0 or a multiple of 64 up to TB_PREFETCH_MAX, else TB_ERR_ARG. */
 int tb_prefetch_set(size_t bytes);
+/* The same from text (decimal bytes, as TB_PREFETCH takes it): TB_ERR_ARG
+ * "not a number of bytes" or the range error above. */
+int tb_prefetch_set_str(const char *s);
 
 /* ===================================================================== */
 /* Thread pool and raw kernels (for benchmarks and tools)                 */

@@ -79,10 +79,11 @@ static void detect_x86(void) {
     if (tb_cpu.avx512 && __get_cpuid_count(7, 1, &a, &b, &c, &d))
         tb_cpu.avx512bf16 = (a >> 5) & 1;
     /* Zen 5 (family 1Ah): the repacked matvecs from memory at 1 thread,
-     * 8 KB ahead vs none, TQ1_0 25 -> 38 GB/s, TQ2_0 37 -> 42 (docs/
-     * engine-notes.md, "Software prefetch on Zen 5"). On Zen 4 (19h) the
-     * same prefetch in TQ1_0's matvec measured no faster, so other CPUs
-     * keep 0 until measured (TB_PREFETCH, `kernels --prefetch`). */
+     * 8 KB ahead vs none, medians TQ1_0 29 -> 39 GB/s, Q4_K 27 -> 40,
+     * Q6_K 26 -> 40 (docs/engine-notes.md, "Software prefetch on Zen 5").
+     * On Zen 4 (19h) the same prefetch in TQ1_0's matvec measured no
+     * faster, so other CPUs keep 0 until measured (`ternbench --prefetch
+     * BYTES kernels ...`, TB_PREFETCH). */
     if (id.vendor == VENDOR_AMD && id.ext_family >= 0x1A) pf_default = 8192;
 }
 #endif
@@ -132,7 +133,20 @@ static tb_isa_t cap_to(tb_isa_t cap) {
     return t;
 }
 
-static bool prefetch_ok(unsigned long long v) { return v <= TB_PREFETCH_MAX && v % 64 == 0; }
+/* s as a prefetch distance: decimal bytes, 0 or a multiple of 64 up to
+ * TB_PREFETCH_MAX. Sets the sticky error (without the option's name) and
+ * returns TB_ERR_ARG otherwise. */
+static int prefetch_parse(const char *s, uint32_t *out) {
+    char *end;
+    const unsigned long long v = strtoull(s, &end, 10);
+    if (!*s || *end || s[0] == '-' || s[0] == '+' || s[0] == ' ')
+        return tb_err(TB_ERR_ARG, "not a number of bytes");
+    if (v > TB_PREFETCH_MAX || v % 64 != 0)
+        return tb_err(TB_ERR_ARG, "prefetch distance %s: expected 0 or a multiple of 64 up to %d bytes", s,
+                      TB_PREFETCH_MAX);
+    *out = (uint32_t)v;
+    return TB_OK;
+}
 
 static void init(void) {
     tb_kernels_fill_ref(&tables[TB_ISA_REF]);
@@ -150,11 +164,8 @@ static void init(void) {
 #endif
     tb_pf_bytes = pf_default;
     const char *pf = getenv("TB_PREFETCH");
-    if (pf && *pf) {   /* as TB_ISA: a value tb_prefetch_set refuses is ignored */
-        char *end;
-        const unsigned long long v = strtoull(pf, &end, 10);
-        if (!*end && pf[0] != '-' && prefetch_ok(v)) tb_pf_bytes = (uint32_t)v;
-    }
+    if (pf && *pf && prefetch_parse(pf, &tb_pf_bytes) != TB_OK)   /* as TB_ISA: a bad value is ignored */
+        tb_pf_bytes = pf_default;
     active = best;
     const char *env = getenv("TB_ISA");
     if (env && *env) {
@@ -194,11 +205,16 @@ size_t tb_prefetch_default(void) { pthread_once(&once, init); return pf_default;
 
 int tb_prefetch_set(size_t bytes) {
     pthread_once(&once, init);
-    if (!prefetch_ok(bytes))
+    if (bytes > TB_PREFETCH_MAX || bytes % 64 != 0)
         return tb_err(TB_ERR_ARG, "prefetch distance %zu: expected 0 or a multiple of 64 up to %d bytes", bytes,
                       TB_PREFETCH_MAX);
     tb_pf_bytes = (uint32_t)bytes;
     return TB_OK;
+}
+
+int tb_prefetch_set_str(const char *s) {
+    pthread_once(&once, init);
+    return prefetch_parse(s, &tb_pf_bytes);
 }
 
 static const char *const isa_names[] = {"ref", "generic", "avx2", "avx512", "neon"};

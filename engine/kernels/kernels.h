@@ -73,8 +73,8 @@ extern tb_cpu_features_t tb_cpu;
 /* Software prefetch distance of the streaming matvecs, in bytes ahead of
  * the block being read (0: none; a multiple of 64, at most
  * TB_PREFETCH_MAX). Chosen at start-up from the CPU (dispatch.c,
- * pf_default), then TB_PREFETCH, then tb_prefetch_set(); kernels read it
- * once per call. The repacked AVX-512 matvecs use it (x86_common.h,
+ * pf_default), then TB_PREFETCH, then tb_prefetch_set(); a kernel reads
+ * it once per 16-row group. The repacked AVX-512 matvecs use it (x86_common.h,
  * tb_pf_block): each block's lines that far ahead are requested before it
  * is read. It changes no result. */
 extern uint32_t tb_pf_bytes;
