@@ -75,7 +75,7 @@ TB_INLINE __m512 bf16dp_step(__m512 acc, __m512i w, const uint16_t *p) {
 /* out[t][k] = row k of the group at G (n columns) . token t, given as
  * hi[t], lo[t] (bf16dp_split), k < 8, t < nt <= TB_BF16DP_NT. */
 TB_INLINE void bf16dp_grp(int nt, const uint16_t *G, int64_t n, const uint16_t *const *hi,
-                          const uint16_t *const *lo, float (*out)[TB_FXRP_ROWS]) {
+                          const uint16_t *const *lo, float (*out)[TB_FXRP_ROWS], uint32_t pf) {
     enum { R = TB_FXRP_ROWS, P = TB_FXRP_ROWS / 2 };
     const int64_t ns = n / 16, rem = n % 16;
     __m512 acc[TB_BF16DP_NT][2][P];   /* (token, parity, row pair) */
@@ -97,6 +97,7 @@ TB_INLINE void bf16dp_grp(int nt, const uint16_t *G, int64_t n, const uint16_t *
     int64_t s = 0;
     for (; s + 2 <= ns; s += 2) {   /* unrolled by two: the parity is a constant index */
         const uint16_t *g0 = G + s * 16 * R, *g1 = g0 + 16 * R;   /* (R, 16) each: rows 2j, 2j + 1 in line j */
+        tb_pf_block(g0, 2 * 16 * R * 2, pf);   /* g0 and g1: 8 lines, pf bytes ahead (0: none) */
 #define LINE0(j) _mm512_loadu_si512(g0 + 32 * (j))
 #define LINE1(j) _mm512_loadu_si512(g1 + 32 * (j))
         BF16DP_STEP(0, LINE0, s)
@@ -148,7 +149,7 @@ static bool matvec_bf16dp(const void *W, size_t ws, const void *a, float *y, int
     const uint16_t *hp[1] = {hi}, *lp[1] = {lo};
     for (int64_t g = r0 / R; g * R < r1; g++) {
         float o[1][TB_FXRP_ROWS];
-        bf16dp_grp(1, G + (size_t)(g * R * n), n, hp, lp, o);
+        bf16dp_grp(1, G + (size_t)(g * R * n), n, hp, lp, o, tb_pf_bytes);
         const int64_t a0 = TB_MAX(r0, g * R), a1 = TB_MIN(r1, g * R + R);
         for (int64_t r = a0; r < a1; r++) y[r] = o[0][r - g * R];
     }
@@ -176,8 +177,8 @@ static bool gemm_bf16dp(const void *W, size_t ws, const void *A, size_t as, int6
                 bf16dp_split((const float *)((const uint8_t *)A + (size_t)(t0 + t) * as), n, buf[t][0], buf[t][1]);
             for (int64_t g = b; g < be; g++) {
                 float o[NT][TB_FXRP_ROWS];
-                if (ntk == NT) bf16dp_grp(NT, G + (size_t)(g * R * n), n, hp, lp, o);
-                else bf16dp_grp(1, G + (size_t)(g * R * n), n, hp, lp, o);
+                if (ntk == NT) bf16dp_grp(NT, G + (size_t)(g * R * n), n, hp, lp, o, 0);
+                else bf16dp_grp(1, G + (size_t)(g * R * n), n, hp, lp, o, 0);   /* gemm blocks sit in L2 */
                 const int64_t a0 = TB_MAX(r0, g * R), a1 = TB_MIN(r1, g * R + R);
                 for (int t = 0; t < ntk; t++)
                     for (int64_t r = a0; r < a1; r++) Y[(t0 + t) * ldy + r] = o[t][r - g * R];

@@ -76,8 +76,9 @@ TB_INLINE const void *fxrp_at(const void *G, int64_t e, int kind) {
 /* matvec: one group of R rows per pass, the activation loaded once        */
 /* ---------------------------------------------------------------------- */
 
-/* s[k] = row k of the group at G . x, k < R. */
-TB_INLINE void dot_fxrp_grp(const void *G, int64_t n, const float *x, float *s, int kind) {
+/* s[k] = row k of the group at G . x, k < R; each step pair's lines are
+ * requested pf bytes ahead (tb_pf_block; 0 for none). */
+TB_INLINE void dot_fxrp_grp(const void *G, int64_t n, const float *x, float *s, int kind, uint32_t pf) {
     const int R = TB_FXRP_ROWS;
     const int64_t ns = n / 16, rem = n % 16;
     __m512 acc0[TB_FXRP_ROWS], acc1[TB_FXRP_ROWS];
@@ -87,6 +88,8 @@ TB_INLINE void dot_fxrp_grp(const void *G, int64_t n, const float *x, float *s, 
     for (; st + 2 <= ns; st += 2) {
         const __m512 x0 = _mm512_loadu_ps(x + 16 * st), x1 = _mm512_loadu_ps(x + 16 * st + 16);
         const void *g0 = fxrp_at(G, st * 16 * R, kind), *g1 = fxrp_at(G, (st + 1) * 16 * R, kind);
+        if (kind) tb_pf_block(g0, 2 * 16 * TB_FXRP_ROWS * 2, pf);   /* g0 and g1: 8 lines */
+        else tb_pf_block(g0, 2 * 16 * TB_FXRP_ROWS * 4, pf);
         TB_UNROLL
         for (int k = 0; k < R; k++) {
             acc0[k] = _mm512_fmadd_ps(load16_w(g0, 16 * k, kind, 0xFFFF), x0, acc0[k]);
@@ -127,7 +130,7 @@ TB_INLINE bool matvec_fxrp(tb_type_t t, int kind, const void *W, size_t ws, cons
     const size_t gb = (size_t)(R * n) * (kind ? 2 : 4);   /* bytes per group */
     for (int64_t g = r0 / R; g * R < r1; g++) {
         float o[TB_FXRP_ROWS];
-        dot_fxrp_grp(G + (size_t)g * gb, n, a, o, kind);
+        dot_fxrp_grp(G + (size_t)g * gb, n, a, o, kind, tb_pf_bytes);
         const int64_t lo = TB_MAX(r0, g * R), hi = TB_MIN(r1, g * R + R);
         for (int64_t r = lo; r < hi; r++) y[r] = o[r - g * R];
     }
