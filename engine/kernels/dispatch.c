@@ -78,13 +78,20 @@ static void detect_x86(void) {
     unsigned a, b, c, d;
     if (tb_cpu.avx512 && __get_cpuid_count(7, 1, &a, &b, &c, &d))
         tb_cpu.avx512bf16 = (a >> 5) & 1;
-    /* Zen 5 (family 1Ah): the repacked matvecs from memory at 1 thread,
-     * 8 KB ahead vs none, medians TQ1_0 29 -> 39 GB/s, Q4_K 27 -> 40,
-     * Q6_K 26 -> 40 (docs/engine-notes.md, "Software prefetch on Zen 5").
-     * On Zen 4 (19h) the same prefetch in TQ1_0's matvec measured no
-     * faster, so other CPUs keep 0 until measured (`ternbench --prefetch
-     * BYTES kernels ...`, TB_PREFETCH). */
+    /* The software prefetch distance (docs/engine-notes.md, "Software
+     * prefetch on Zen 5" and "... on Intel Xeon"), by the CPUs measured:
+     * - Zen 5 (AMD family 1Ah): 8 KB; the repacked matvecs from memory at
+     *   1 thread, medians TQ1_0 29 -> 39 GB/s, Q4_K 27 -> 40, Q6_K 26 -> 40.
+     * - Intel Xeon Sapphire and Emerald Rapids (family 6, models 8Fh and
+     *   CFh: one core design and mesh): 4 KB; measured on an Emerald Rapids,
+     *   decode at 2 threads against none 1.25-1.40x (TQ2_0, TQ1_0, Q4_0,
+     *   F16), and 4 KB ahead of 8 KB on TQ2_0.
+     * - Zen 4 (19h): the same prefetch in TQ1_0's matvec measured no faster.
+     * Other CPUs keep 0 until measured (`ternbench --prefetch BYTES
+     * kernels ...`, TB_PREFETCH). */
     if (id.vendor == VENDOR_AMD && id.ext_family >= 0x1A) pf_default = 8192;
+    if (id.vendor == VENDOR_INTEL && id.family == 6 && (id.ext_model == 0x8F || id.ext_model == 0xCF))
+        pf_default = 4096;
 }
 #endif
 

@@ -90,11 +90,17 @@ static void test_model_info_fields(void **state) {
     const char *out = slurp("out.txt");
     const char *want[] = {"architecture:", "llama", "layers:", "parameters:", "blk.0.attn_q",
                           "blk.1.ffn_down", "token_embd", "f32", "bytes read per decoded token at ctx 256",
-                          "weights", "kv cache", "total", "file size:", "isa:"};
+                          "weights", "kv cache", "total", "file size:", "isa:", "prefetch:"};
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
         if (!strstr(out, want[i])) fprintf(stderr, "missing '%s' in:\n%s\n", want[i], out);
         assert_non_null(strstr(out, want[i]));
     }
+    /* the prefetch distance printed is the engine's (same CPU, same TB_PREFETCH) */
+    char pf[96];
+    snprintf(pf, sizeof pf, "prefetch:        %zu bytes ahead (this CPU's default %zu)", tb_prefetch_bytes(),
+             tb_prefetch_default());
+    if (!strstr(out, pf)) fprintf(stderr, "missing '%s' in:\n%s\n", pf, out);
+    assert_non_null(strstr(out, pf));
     /* the printed file size is the real one */
     struct stat sb;
     assert_int_equal(stat(model, &sb), 0);
