@@ -6,6 +6,8 @@
  * BF16 weights use vdpbf16ps only when it saw AVX512_BF16 (x86_bf16_dp.h).
  * Bodies in x86_common.h (512-bit where the format's block fills a ZMM).
  */
+#include <stdio.h>
+
 #include "kernels/x86_common.h"
 #include "kernels/x86_float.h"
 #include "kernels/x86_fx_rp.h"
@@ -77,8 +79,8 @@ static uint64_t read_sum(const void *p, size_t n) {
 }
 
 void tb_kernels_fill_avx512(tb_kernels_t *k) {
+    bool bf16 = false;   /* vdpbf16ps taken (below) */
     if (tb_cpu.avx512vnni) {
-        k->features = "avx512f,avx512bw,avx512vl,avx512dq,avx512vnni";
         TB_X86_SET(k, TB_TYPE_Q8_0, q8_0_512, NULL);   /* x86_int512.h */
         k->t[TB_TYPE_Q8_0].matvec = matvec_q8_0_512_rp;
         k->t[TB_TYPE_Q8_0].gemm = gemm_q8_0_512_rp;
@@ -112,7 +114,6 @@ void tb_kernels_fill_avx512(tb_kernels_t *k) {
         k->t[TB_TYPE_Q6_K].repack_rows = TB_Q6KRP_ROWS;
         k->t[TB_TYPE_Q6_K].repack_bytes = repack_bytes_q6_K;   /* blocks in 64-byte aligned pairs */
     } else {
-        k->features = "avx512f,avx512bw,avx512vl,avx512dq";
         TB_X86_SET(k, TB_TYPE_Q8_0, q8_0, NULL);
         TB_X86_SET(k, TB_TYPE_Q4_0, q4_0, NULL);
         TB_X86_SET(k, TB_TYPE_TQ2_0, tq2_0, NULL);
@@ -136,11 +137,16 @@ void tb_kernels_fill_avx512(tb_kernels_t *k) {
     }
 #if defined(__AVX512BF16__)
     if (tb_cpu.avx512bf16) {   /* vdpbf16ps on the same repacked copy, F32 path beyond it */
-        k->features = tb_cpu.avx512vnni ? "avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx512bf16"
-                                        : "avx512f,avx512bw,avx512vl,avx512dq,avx512bf16";
+        bf16 = true;
         k->t[TB_TYPE_BF16].matvec = matvec_bf16_dp;
         k->t[TB_TYPE_BF16].gemm = gemm_bf16_dp;
     }
 #endif
     k->read_sum = read_sum;
+    /* the features the tier's kernels use on this CPU, recorded with every
+     * benchmark (VBMI: TQ1_0's 5-bit layout, taken only beside VNNI) */
+    static char feat[96];
+    snprintf(feat, sizeof feat, "avx512f,avx512bw,avx512vl,avx512dq%s%s%s", tb_cpu.avx512vnni ? ",avx512vnni" : "",
+             tb_cpu.avx512vnni && tb_cpu.avx512vbmi ? ",avx512vbmi" : "", bf16 ? ",avx512bf16" : "");
+    k->features = feat;
 }

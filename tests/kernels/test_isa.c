@@ -63,6 +63,14 @@ static void test_set(void **state) {
     assert_int_equal(tb_isa_active(), best);
 #if defined(__x86_64__)
     if (best >= TB_ISA_AVX2) assert_non_null(strstr(tb_isa_features(), "avx"));
+    if (best == TB_ISA_AVX512) {   /* the features recorded are the ones this CPU has and the tier uses */
+        const char *f = tb_isa_features();
+        assert_int_equal(strstr(f, "avx512vnni") != NULL, tb_cpu.avx512vnni);
+        assert_int_equal(strstr(f, "avx512vbmi") != NULL, tb_cpu.avx512vnni && tb_cpu.avx512vbmi);
+#if defined(__AVX512BF16__)
+        assert_int_equal(strstr(f, "avx512bf16") != NULL, tb_cpu.avx512bf16);
+#endif
+    }
 #endif
 }
 
