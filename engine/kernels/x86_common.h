@@ -47,6 +47,15 @@ TB_INLINE void tb_pf_block(const void *p, size_t n, uint32_t pf) {
     for (size_t o = 0; o < n; o += 64) _mm_prefetch(q + o, _MM_HINT_T0);
 }
 
+/* The one line at p, pf bytes further on (0: nothing). Q4_K's blocks (36
+ * lines) request each code chunk's line as the chunk is read instead of
+ * all at the block's start: the burst of 36 held one Intel Xeon core's
+ * stream to 13.6-13.9 GB/s against 15.4-15.7 spread (docs/engine-notes.md,
+ * session 20; Q6_K's 53 measured the same either way and kept its burst). */
+TB_INLINE void tb_pf_line(const void *p, uint32_t pf) {
+    if (pf) _mm_prefetch((const char *)p + pf, _MM_HINT_T0);
+}
+
 TB_INLINE float hsum_ps256(__m256 v) {
     __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
     s = _mm_add_ps(s, _mm_movehl_ps(s, s));

@@ -174,7 +174,7 @@ TB_INLINE void dot_q4_K_grp(int nt, const q4_K_grp *G, int64_t nb, const block_q
     const uint32_t pf = nt == 1 ? tb_pf_bytes : 0;
     for (int64_t i = 0; i < nb; i++) {
         const q4_K_grp *x = &G[i];
-        tb_pf_block(x, sizeof *x, pf);
+        tb_pf_block(x, offsetof(q4_K_grp, q), pf);   /* d, dmin, sc; each code chunk's line as it is read */
         __m512i se[4], so[4], mp[4];
         q4k_grp_scales(x, se, so, mp);
         __m512i S[TB_Q4KRP_NT];   /* (16) i32 per token: 16 sumi */
@@ -187,6 +187,7 @@ TB_INLINE void dot_q4_K_grp(int nt, const q4_K_grp *G, int64_t nb, const block_q
                 __m512i pl = _mm512_setzero_si512(), ph = _mm512_setzero_si512();
                 TB_UNROLL
                 for (int c = 0; c < 8; c++) {
+                    tb_pf_line(x->q[8 * h + c], pf);
                     const __m512i q = _mm512_load_si512(x->q[8 * h + c]);
                     pl = tb_dpbusd_b32(pl, _mm512_and_si512(q, mlo), y + 64 * h + 4 * c);
                     ph = tb_dpbusd_b32(ph, _mm512_and_si512(q, mhi), y + 64 * h + 32 + 4 * c);
