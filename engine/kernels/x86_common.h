@@ -48,10 +48,12 @@ TB_INLINE void tb_pf_block(const void *p, size_t n, uint32_t pf) {
 }
 
 /* The one line at p, pf bytes further on (0: nothing). Q4_K's blocks (36
- * lines) request each code chunk's line as the chunk is read instead of
- * all at the block's start: the burst of 36 held one Intel Xeon core's
- * stream to 13.6-13.9 GB/s against 15.4-15.7 spread (docs/engine-notes.md,
- * session 20; Q6_K's 53 measured the same either way and kept its burst). */
+ * lines) and TQ1_0's 5-bit ones (15) request their code lines as they are
+ * read instead of all at the block's start. On an Intel Xeon core the
+ * burst held Q4_K's stream to 13.6-13.9 GB/s against 15.4-15.7 spread,
+ * TQ1_0's (median) to 11.6-12.0 against 12.6-12.8 (docs/engine-notes.md,
+ * session 20; Q6_K's 53 and TQ2_0's 17 measured the same either way and
+ * keep their bursts). */
 TB_INLINE void tb_pf_line(const void *p, uint32_t pf) {
     if (pf) _mm_prefetch((const char *)p + pf, _MM_HINT_T0);
 }

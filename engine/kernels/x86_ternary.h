@@ -567,7 +567,7 @@ TB_G5_TARGET TB_INLINE void dot_tq1_0_g5(int nt, const uint8_t *grp, int64_t nb,
     const uint32_t pf = nt == 1 ? tb_pf_bytes : 0;
     for (int64_t i = 0; i < nb; i++) {
         const tq1_g5_codes *x = (const tq1_g5_codes *)(grp + tq1_g5_codes_at(i));
-        tb_pf_block(x, TB_G5_BLOCK, pf);   /* the codes and the pair's scales after them */
+        tb_pf_line((const uint8_t *)x + sizeof *x, pf);   /* the line after the codes (block 2j: the pair's d) */
         __m512i p[TB_RP_NT1][9];   /* (16) i32 partial sums of t . y */
         TB_UNROLL
         for (int t = 0; t < TB_RP_NT1; t++)
@@ -576,6 +576,7 @@ TB_G5_TARGET TB_INLINE void dot_tq1_0_g5(int nt, const uint8_t *grp, int64_t nb,
         __m512i last = _mm512_setzero_si512();
         _Pragma("GCC unroll 7")
         for (int pp = 0; pp < 7; pp++) {
+            tb_pf_block(x->q[2 * pp], 128, pf);   /* each pair of code lines as it is read */
             const __m512i r0 = _mm512_load_si512(x->q[2 * pp]), r1 = _mm512_load_si512(x->q[2 * pp + 1]);
             const __m512i ic = _mm512_ternarylogic_epi32(m7, _mm512_srli_epi16(r0, 5), _mm512_srli_epi16(r1, 2), 0xCA);
             if (pp == 0) last = _mm512_permutexvar_epi8(ic, T[6]);
