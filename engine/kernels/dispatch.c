@@ -84,9 +84,8 @@ static void detect_x86(void) {
      *   1 thread, medians TQ1_0 29 -> 39 GB/s, Q4_K 27 -> 40, Q6_K 26 -> 40.
      * - Intel Xeon Sapphire and Emerald Rapids (family 6, models 8Fh and
      *   CFh, whose cores and mesh are of one design): 4 KB; measured on an
-     *   Emerald Rapids,
-     *   decode at 2 threads against none 1.23-1.41x (TQ2_0, TQ1_0, Q4_0,
-     *   F16), and 4 KB ahead of 8 KB on TQ2_0.
+     *   Emerald Rapids, decode at 2 threads against none 1.23-1.41x (TQ2_0,
+     *   TQ1_0, Q4_0, F16), and 4 KB ahead of 8 KB on TQ2_0.
      * - Zen 4 (19h): the same prefetch in TQ1_0's matvec measured no faster.
      * Other CPUs keep 0 until measured (`ternbench --prefetch BYTES
      * kernels ...`, TB_PREFETCH). */
