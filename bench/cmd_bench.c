@@ -494,11 +494,11 @@ static void print_json(const bench_var_t *v, int nv, int n_res, const bench_rati
                    "\"achieved_gbps\": %.3f, \"roofline_pct\": %.2f, \"roofline_pct_min\": %.2f, "
                    "\"roofline_pct_max\": %.2f, \"bandwidth_gbps\": %.3f, "
                    "\"bandwidth_before_gbps\": %.3f, \"bandwidth_after_gbps\": %.3f, \"isa\": \"%s\", "
-                   "\"features\": \"%s\", \"prefetch_bytes\": %zu, \"threads\": %d, \"ctx\": %d, \"reps\": %d, "
+                   "\"features\": \"%s\", \"prefetch_bytes\": %zu, \"prefetch_l2\": %s, \"threads\": %d, \"ctx\": %d, \"reps\": %d, "
                    "\"type\": \"%s\", \"weights\": \"%s\", \"resident_bytes\": %llu, \"load_s\": %.3f, \"model\": ",
                    r->test, r->tps_median, r->tps_stddev, r->bytes_per_token, r->gbps, r->roofline_pct,
                    r->roofline_pct_min, r->roofline_pct_max, r->bw_median, bw_before, bw_after, isa,
-                   tb_isa_features(), tb_prefetch_bytes(), o->threads, o->ctx, o->reps, tb_type_name(v[k].info.main_type),
+                   tb_isa_features(), tb_prefetch_bytes(), tb_prefetch_l2() ? "true" : "false", o->threads, o->ctx, o->reps, tb_type_name(v[k].info.main_type),
                    o->mmap ? "mmap" : "copy", (unsigned long long)v[k].info.resident_bytes,
                    v[k].info.load_ns / 1e9);
             cmd_json_str(v[k].path);
@@ -543,9 +543,9 @@ static void print_table(const bench_var_t *v, int nv, int n_res, const bench_rat
     const char *isa = tb_isa_name(tb_isa_active());
     for (int k = 0; k < nv; k++) {
         const tb_model_info_t *in = &v[k].info;
-        printf("# %s: %s %s, %.2f GB weights; isa %s [%s]; prefetch %zu B; %d thread(s)\n", v[k].path, in->arch,
+        printf("# %s: %s %s, %.2f GB weights; isa %s [%s]; prefetch %zu B%s; %d thread(s)\n", v[k].path, in->arch,
                tb_type_name(in->main_type), in->weight_bytes / 1e9, isa, tb_isa_features(), tb_prefetch_bytes(),
-               o->threads);
+               tb_prefetch_l2() ? " + L2 stage" : "", o->threads);
         printf("# weights %s: %.2f GB resident in huge-page copies (%.2f GB repacked), loaded in %.2f s\n",
                o->mmap ? "mmap" : "copy", in->resident_bytes / 1e9, in->repack_bytes / 1e9, in->load_ns / 1e9);
     }

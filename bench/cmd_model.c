@@ -247,7 +247,8 @@ static int model_info(int argc, char **argv) {
         printf("  %-14s %14" PRIu64 "  %s\n", rows[i].what, rows[i].v, b1);
     }
     printf("\nisa:             %s (%s)\n", tb_isa_name(tb_isa_active()), tb_isa_features());
-    printf("prefetch:        %zu bytes ahead (this CPU's default %zu)\n", tb_prefetch_bytes(), tb_prefetch_default());
+    printf("prefetch:        %zu bytes ahead (this CPU's default %zu), L2 stage %s\n", tb_prefetch_bytes(),
+           tb_prefetch_default(), tb_prefetch_l2() ? "on" : "off");
     fmt_bytes(b1, sizeof b1, in.repack_bytes);
     printf("load:            %.1f ms, repacked layouts %" PRIu64 " bytes (%s)\n", (double)in.load_ns / 1e6,
            in.repack_bytes, b1);

@@ -159,10 +159,11 @@ static void kernels_report(const kernels_opts_t *o, tb_type_t t, tb_isa_t tier, 
     const double best = sum.min, med = sum.median;
     if (o->json) {
         printf("{\"format\": \"%s\", \"isa\": \"%s\", \"kind\": \"%s\", \"rows\": %lld, \"cols\": %lld, "
-               "\"tokens\": %d, \"threads\": %d, \"prefetch_bytes\": %zu, \"hot\": %s, \"reps\": %d, "
+               "\"tokens\": %d, \"threads\": %d, \"prefetch_bytes\": %zu, \"prefetch_l2\": %s, \"hot\": %s, \"reps\": %d, "
                "\"best_us\": %.3f, \"median_us\": %.3f, \"act_us\": %.3f, ",
                tb_type_name(t), tb_isa_name(tier), gemm ? "gemm" : "matvec", (long long)rows, (long long)cols,
-               gemm ? GEMM_TOK : 1, o->threads, tb_prefetch_bytes(), o->hot ? "true" : "false", n, best / 1e3, med / 1e3, act_ns / 1e3);
+               gemm ? GEMM_TOK : 1, o->threads, tb_prefetch_bytes(), tb_prefetch_l2() ? "true" : "false",
+               o->hot ? "true" : "false", n, best / 1e3, med / 1e3, act_ns / 1e3);
         if (gemm) printf("\"gops\": %.3f, \"median_gops\": %.3f}\n", work / best, work / med);
         else if (o->hot) printf("\"gbps\": %.3f, \"median_gbps\": %.3f, \"bandwidth_gbps\": %.3f}\n", work / best,
                                 work / med, o->bw);   /* from cache: no roofline */
@@ -590,10 +591,10 @@ int cmd_kernels(int argc, char **argv) {
         return 1;
     }
     if (!o.json)
-        printf("# %d thread(s), read bandwidth %.2f GB/s (probe), best tier %s [%s], prefetch %zu B; tiers interleaved, "
+        printf("# %d thread(s), read bandwidth %.2f GB/s (probe), best tier %s [%s], prefetch %zu B%s; tiers interleaved, "
                "best of the reps (median in brackets), the weight pass alone (activations quantized before it)%s\n",
                o.threads, o.bw, tb_isa_name(tb_isa_best()),
-               (tb_isa_set(tb_isa_best()), tb_isa_features()), tb_prefetch_bytes(),
+               (tb_isa_set(tb_isa_best()), tb_isa_features()), tb_prefetch_bytes(), tb_prefetch_l2() ? " + L2 stage" : "",
                o.hot ? "; --hot: weights read from cache where they fit" : "");
     int rc = 0;
     for (int i = 0; i < n_types && !rc; i++) rc = run_kernels_format(&o, types[i], tiers, n_tiers, pool);

@@ -39,7 +39,8 @@ static int run_usage(void) {
 int cmd_run(int argc, char **argv) {
     const char *db = tb_store_default_path();
     const char **files = calloc((size_t)argc, sizeof *files);
-    const char **keys = calloc((size_t)argc, sizeof *keys), **vals = calloc((size_t)argc, sizeof *vals);
+    /* argc slots hold every --tag; 2 more for the prefetch tags below */
+    const char **keys = calloc((size_t)argc + 2, sizeof *keys), **vals = calloc((size_t)argc + 2, sizeof *vals);
     char **owned = calloc((size_t)argc, sizeof *owned);
     int n_files = 0, n_tags = 0, quiet = 0, status = 0;
     tb_plan_t *plans = NULL;
@@ -79,15 +80,20 @@ int cmd_run(int argc, char **argv) {
         else files[n_files++] = a;
     }
     /* provenance: the engine's software prefetch distance (--prefetch,
-     * TB_PREFETCH or the CPU's default) as the run tag prefetch_bytes,
-     * unless --tag set that key (argc > 2 * n_tags leaves its slot) */
+     * TB_PREFETCH or the CPU's default) and its L2 stage (TB_PREFETCH_L2 or
+     * the CPU's default) as the run tags prefetch_bytes and prefetch_l2,
+     * unless --tag set those keys */
     char pf_val[24];
     snprintf(pf_val, sizeof pf_val, "%zu", tb_prefetch_bytes());
-    bool pf_tagged = false;
-    for (int i = 0; i < n_tags; i++) pf_tagged |= !strcmp(keys[i], "prefetch_bytes");
-    if (!pf_tagged) {
-        keys[n_tags] = "prefetch_bytes";
-        vals[n_tags++] = pf_val;
+    const struct { const char *key, *val; } pf_tags[] = {{"prefetch_bytes", pf_val},
+                                                        {"prefetch_l2", tb_prefetch_l2() ? "1" : "0"}};
+    for (size_t j = 0; j < sizeof pf_tags / sizeof pf_tags[0]; j++) {
+        bool tagged = false;
+        for (int i = 0; i < n_tags; i++) tagged |= !strcmp(keys[i], pf_tags[j].key);
+        if (!tagged) {
+            keys[n_tags] = pf_tags[j].key;
+            vals[n_tags++] = pf_tags[j].val;
+        }
     }
     if (n_files == 0) { status = run_usage(); goto out; }
 

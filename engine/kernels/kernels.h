@@ -78,6 +78,9 @@ extern tb_cpu_features_t tb_cpu;
  * tb_pf_block): each block's lines that far ahead are requested before it
  * is read. It changes no result. */
 extern uint32_t tb_pf_bytes;
+/* The L2 stage (tb_prefetch_l2): each requested line is also requested
+ * with prefetcht2 at twice the distance. */
+extern bool tb_pf_l2;
 
 /* Fill functions of each tier (only the entries the tier implements). */
 void tb_kernels_fill_ref(tb_kernels_t *k);

@@ -45,6 +45,10 @@ TB_INLINE void tb_pf_block(const void *p, size_t n, uint32_t pf) {
     const char *q = (const char *)p + pf;
     _Pragma("GCC unroll 32")
     for (size_t o = 0; o < n; o += 64) _mm_prefetch(q + o, _MM_HINT_T0);
+    if (tb_pf_l2) {   /* the L2 stage: the same lines twice as far ahead */
+        _Pragma("GCC unroll 32")
+        for (size_t o = 0; o < n; o += 64) _mm_prefetch(q + pf + o, _MM_HINT_T2);
+    }
 }
 
 /* The one line at p, pf bytes further on (0: nothing). Q4_K's blocks (36
@@ -55,7 +59,9 @@ TB_INLINE void tb_pf_block(const void *p, size_t n, uint32_t pf) {
  * session 20; Q6_K's 53 and TQ2_0's 17 measured the same either way and
  * keep their bursts). */
 TB_INLINE void tb_pf_line(const void *p, uint32_t pf) {
-    if (pf) _mm_prefetch((const char *)p + pf, _MM_HINT_T0);
+    if (!pf) return;
+    _mm_prefetch((const char *)p + pf, _MM_HINT_T0);
+    if (tb_pf_l2) _mm_prefetch((const char *)p + 2 * (size_t)pf, _MM_HINT_T2);
 }
 
 TB_INLINE float hsum_ps256(__m256 v) {

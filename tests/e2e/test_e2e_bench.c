@@ -466,6 +466,17 @@ static void test_prefetch_option(void **state) {
     if (r.status != 0) fail_msg("--prefetch 0: exit %d: %s", r.status, r.err);
     assert_int_equal((int)num(r.out, "prefetch_bytes"), 0);
     e2e_res_free(&r);
+    /* TB_PREFETCH_L2=0|1 sets the L2 stage, which the JSON reports */
+    static const char *const l2[] = {"1", "0"};
+    for (int i = 0; i < 2; i++) {
+        setenv("TB_PREFETCH_L2", l2[i], 1);
+        E2E_RUN(&r, E2E_NO_LIMIT, "kernels", "--format", "q8_0", "--isa", "generic", "--shape", "16x256", "-t", "1",
+                "--json");
+        unsetenv("TB_PREFETCH_L2");
+        if (r.status != 0) fail_msg("TB_PREFETCH_L2=%s: exit %d: %s", l2[i], r.status, r.err);
+        assert_non_null(strstr(r.out, i == 0 ? "\"prefetch_l2\": true" : "\"prefetch_l2\": false"));
+        e2e_res_free(&r);
+    }
     static const char *const bad[] = {"100", "65600", "-64", "4k", ""};
     static const char *const why[] = {"multiple of 64", "multiple of 64", "not a number", "not a number",
                                       "not a number"};

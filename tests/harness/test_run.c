@@ -145,6 +145,9 @@ static void test_full_run(void **state) {
     snprintf(pf_sql, sizeof pf_sql, "SELECT count(*) FROM run_tags WHERE key = 'prefetch_bytes' AND value = '%zu'",
              tb_prefetch_bytes());
     assert_int_equal(q_num(d, pf_sql), 1);
+    snprintf(pf_sql, sizeof pf_sql, "SELECT count(*) FROM run_tags WHERE key = 'prefetch_l2' AND value = '%d'",
+             (int)tb_prefetch_l2());
+    assert_int_equal(q_num(d, pf_sql), 1);
     assert_int_equal(q_num(d, "SELECT count(*) FROM tests WHERE status = 'complete' AND thermal_state IN ('nominal', 'throttled')"), 6);
     assert_true(q_num(d, "SELECT bytes_per_token FROM models") > 0);
     assert_int_equal(q_num(d, "SELECT count(*) FROM models WHERE synth_preset = 'maple-tiny' AND synth_seed = 1"), 1);

@@ -139,22 +139,26 @@ static void check_registered(tb_type_t wt, uint8_t *W, size_t ws, int64_t rows, 
             }
         }
     }
-    /* the software prefetch distance changes no result: matvec again at 0,
-     * one line and the largest distance, bit for bit */
+    /* the software prefetch distance and its L2 stage change no result:
+     * matvec again at 0, one line and the largest distance, each with the
+     * L2 stage off and on, bit for bit */
     const size_t pf0 = tb_prefetch_bytes();
+    const bool l20 = tb_prefetch_l2();
     static const size_t pfs[] = {0, 64, TB_PREFETCH_MAX};
-    for (size_t p = 0; p < TB_ARRAY_LEN(pfs); p++) {
-        assert_int_equal(tb_prefetch_set(pfs[p]), TB_OK);
+    for (size_t p = 0; p < 2 * TB_ARRAY_LEN(pfs); p++) {
+        assert_int_equal(tb_prefetch_set(pfs[p / 2]), TB_OK);
+        tb_prefetch_set_l2(p % 2);
         for (int t = 0; t < nt; t++) {
             fill_nan(Y, (size_t)rows);
             e->matvec(W, ws, A + as * (size_t)t, Y, r0, r1, n);
             for (int64_t r = r0; r < r1; r++)
                 if (memcmp(&Y[r], &y[t * rows + r], sizeof *Y) != 0)
-                    fail_msg("%s: matvec at prefetch %zu token %d row %lld %.9g != %.9g at %zu", what, pfs[p], t,
-                             (long long)r, Y[r], y[t * rows + r], pf0);
+                    fail_msg("%s: matvec at prefetch %zu (L2 stage %d) token %d row %lld %.9g != %.9g at %zu", what,
+                             pfs[p / 2], (int)(p % 2), t, (long long)r, Y[r], y[t * rows + r], pf0);
         }
     }
     assert_int_equal(tb_prefetch_set(pf0), TB_OK);
+    tb_prefetch_set_l2(l20);
     for (int k = 1; k <= nt; k++) {
         fill_nan(Y, cells);
         e->gemm(W, ws, A, as, k, Y, rows, r0, r1, n);

@@ -96,9 +96,9 @@ static void test_model_info_fields(void **state) {
         assert_non_null(strstr(out, want[i]));
     }
     /* the prefetch distance printed is the engine's (same CPU, same TB_PREFETCH) */
-    char pf[96];
-    snprintf(pf, sizeof pf, "prefetch:        %zu bytes ahead (this CPU's default %zu)", tb_prefetch_bytes(),
-             tb_prefetch_default());
+    char pf[128];
+    snprintf(pf, sizeof pf, "prefetch:        %zu bytes ahead (this CPU's default %zu), L2 stage %s",
+             tb_prefetch_bytes(), tb_prefetch_default(), tb_prefetch_l2() ? "on" : "off");
     if (!strstr(out, pf)) fprintf(stderr, "missing '%s' in:\n%s\n", pf, out);
     assert_non_null(strstr(out, pf));
     /* the printed file size is the real one */
