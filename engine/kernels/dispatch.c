@@ -94,7 +94,7 @@ static void detect_x86(void) {
     if (id.vendor == VENDOR_AMD && id.ext_family >= 0x1A) pf_default = 8192;
     if (id.vendor == VENDOR_INTEL && id.family == 6 && (id.ext_model == 0x8F || id.ext_model == 0xCF)) {
         pf_default = 4096;
-        pf_l2_default = true;   /* + L2 stage at 8 KB: decode 1.05-1.15x more (engine-notes, session 20) */
+        pf_l2_default = true;   /* + L2 stage at 8 KB: decode 1.03-1.19x more (engine-notes, session 20) */
     }
 }
 #endif

@@ -38,8 +38,15 @@
 /* Software prefetch (tb_pf_bytes, kernels.h): the n bytes of a block at p,
  * pf bytes further on, requested line by line (n a compile-time constant
  * at every call, so the loop unrolls; pf is the matvec's copy of
- * tb_pf_bytes, 0 requesting nothing). A prefetch never faults, so the
- * last blocks' requests past the copy's end are harmless. */
+ * tb_pf_bytes, 0 requesting nothing), and with the L2 stage (tb_pf_l2)
+ * the same lines 2 pf further on into L2. A prefetch never faults, so the
+ * last blocks' requests past the copy's end are harmless. Q4_K's blocks
+ * (36 lines) and TQ1_0's 5-bit ones (15) request their code lines as they
+ * are read (n = 64 or 128 per chunk) instead of all at the block's start:
+ * on an Intel Xeon core the burst held Q4_K's stream to 13.6-13.9 GB/s
+ * against 15.4-15.7 spread, TQ1_0's (median) to 11.6-12.0 against
+ * 12.6-12.8 (docs/engine-notes.md, session 20; Q6_K's 53 and TQ2_0's 17
+ * measured the same either way and keep their bursts). */
 TB_INLINE void tb_pf_block(const void *p, size_t n, uint32_t pf) {
     if (!pf) return;
     const char *q = (const char *)p + pf;
@@ -49,19 +56,6 @@ TB_INLINE void tb_pf_block(const void *p, size_t n, uint32_t pf) {
         _Pragma("GCC unroll 32")
         for (size_t o = 0; o < n; o += 64) _mm_prefetch(q + pf + o, _MM_HINT_T2);
     }
-}
-
-/* The one line at p, pf bytes further on (0: nothing). Q4_K's blocks (36
- * lines) and TQ1_0's 5-bit ones (15) request their code lines as they are
- * read instead of all at the block's start. On an Intel Xeon core the
- * burst held Q4_K's stream to 13.6-13.9 GB/s against 15.4-15.7 spread,
- * TQ1_0's (median) to 11.6-12.0 against 12.6-12.8 (docs/engine-notes.md,
- * session 20; Q6_K's 53 and TQ2_0's 17 measured the same either way and
- * keep their bursts). */
-TB_INLINE void tb_pf_line(const void *p, uint32_t pf) {
-    if (!pf) return;
-    _mm_prefetch((const char *)p + pf, _MM_HINT_T0);
-    if (tb_pf_l2) _mm_prefetch((const char *)p + 2 * (size_t)pf, _MM_HINT_T2);
 }
 
 TB_INLINE float hsum_ps256(__m256 v) {

@@ -88,8 +88,7 @@ TB_INLINE void dot_fxrp_grp(const void *G, int64_t n, const float *x, float *s, 
     for (; st + 2 <= ns; st += 2) {
         const __m512 x0 = _mm512_loadu_ps(x + 16 * st), x1 = _mm512_loadu_ps(x + 16 * st + 16);
         const void *g0 = fxrp_at(G, st * 16 * R, kind), *g1 = fxrp_at(G, (st + 1) * 16 * R, kind);
-        if (kind) tb_pf_block(g0, 2 * 16 * TB_FXRP_ROWS * 2, pf);   /* g0 and g1: 8 lines */
-        else tb_pf_block(g0, 2 * 16 * TB_FXRP_ROWS * 4, pf);
+        tb_pf_block(g0, (size_t)2 * 16 * TB_FXRP_ROWS * (kind ? 2 : 4), pf);   /* g0 and g1 (kind: a constant here) */
         TB_UNROLL
         for (int k = 0; k < R; k++) {
             acc0[k] = _mm512_fmadd_ps(load16_w(g0, 16 * k, kind, 0xFFFF), x0, acc0[k]);

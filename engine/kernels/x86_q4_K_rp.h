@@ -187,7 +187,7 @@ TB_INLINE void dot_q4_K_grp(int nt, const q4_K_grp *G, int64_t nb, const block_q
                 __m512i pl = _mm512_setzero_si512(), ph = _mm512_setzero_si512();
                 TB_UNROLL
                 for (int c = 0; c < 8; c++) {
-                    tb_pf_line(x->q[8 * h + c], pf);
+                    tb_pf_block(x->q[8 * h + c], 64, pf);
                     const __m512i q = _mm512_load_si512(x->q[8 * h + c]);
                     pl = tb_dpbusd_b32(pl, _mm512_and_si512(q, mlo), y + 64 * h + 4 * c);
                     ph = tb_dpbusd_b32(ph, _mm512_and_si512(q, mhi), y + 64 * h + 32 + 4 * c);

@@ -567,7 +567,7 @@ TB_G5_TARGET TB_INLINE void dot_tq1_0_g5(int nt, const uint8_t *grp, int64_t nb,
     const uint32_t pf = nt == 1 ? tb_pf_bytes : 0;
     for (int64_t i = 0; i < nb; i++) {
         const tq1_g5_codes *x = (const tq1_g5_codes *)(grp + tq1_g5_codes_at(i));
-        tb_pf_line((const uint8_t *)x + sizeof *x, pf);   /* the line after the codes (block 2j: the pair's d) */
+        tb_pf_block((const uint8_t *)x + sizeof *x, 64, pf);   /* the line after the codes (block 2j: the pair's d) */
         __m512i p[TB_RP_NT1][9];   /* (16) i32 partial sums of t . y */
         TB_UNROLL
         for (int t = 0; t < TB_RP_NT1; t++)
