@@ -138,6 +138,32 @@ int64_t tb_lin_cut_units(const tb_lin_job_t *jobs, int n_jobs, int k, int nth) {
     return u + r / ROW_ALIGN;
 }
 
+/* A gemm over rows [r0, r1) of W, tiled: rows in tiles of about
+ * GEMM_TILE_BYTES (whole 16-row units, on the matrix's own 16-row grid)
+ * and, in each, the tokens in slices of GEMM_TILE_TOK. A kernel's gemm
+ * passes over all its rows for every few tokens (4 to 8), so untiled, a
+ * claim of a prefill pass (up to a quarter of a thread's rows, megabytes)
+ * streams from the L3 or memory once per few tokens; tiled, a tile's
+ * weights and a slice's activations stay in the L2 while the slice's
+ * tokens pass over them. The kernels promise that a row's result depends
+ * neither on the rows nor on the tokens computed with it (gemm == matvec
+ * per row and token), so the tiling changes no result. */
+#define GEMM_TILE_BYTES 131072
+#define GEMM_TILE_TOK 64
+static void lin_gemm_tiled(const tb_type_kernels_t *k, const uint8_t *W, size_t rb, const tb_lin_job_t *J,
+                           float *Y, int64_t r0, int64_t r1) {
+    const int64_t tile = TB_MAX(ROW_ALIGN, (int64_t)(GEMM_TILE_BYTES / rb) / ROW_ALIGN * ROW_ALIGN);
+    for (int64_t a = r0; a < r1;) {
+        const int64_t b = TB_MIN(r1, (a / tile + 1) * tile);   /* (b - a) rows */
+        for (int64_t t = 0; t < J->n_tok; t += GEMM_TILE_TOK) {
+            const int64_t nt = TB_MIN(GEMM_TILE_TOK, J->n_tok - t);
+            k->gemm(W, rb, (const uint8_t *)J->a + (size_t)t * J->a_stride, J->a_stride, nt, Y + t * J->ldy,
+                    J->ldy, a, b, J->w->n_in);
+        }
+        a = b;
+    }
+}
+
 /* Rows [r0, r1) of J's matrix, all in one half when it has two (the
  * second half is matrix 1 of a two-matrix stack of half_rows each, both
  * in the file and in a repacked copy, model.c). */
@@ -150,8 +176,7 @@ static void lin_piece(const tb_lin_job_t *J, int64_t r0, int64_t r1) {
     if (J->n_tok == 1)
         k->matvec(W, J->w->row_bytes, J->a, J->y + h, r0 - h, r1 - h, J->w->n_in);
     else
-        k->gemm(W, J->w->row_bytes, J->a, J->a_stride, J->n_tok, J->y + h, J->ldy, r0 - h, r1 - h,
-                J->w->n_in);
+        lin_gemm_tiled(k, W, J->w->row_bytes, J, J->y + h, r0 - h, r1 - h);
 }
 
 void tb_lin_rows(const tb_lin_job_t *J, int64_t r0, int64_t r1) {
