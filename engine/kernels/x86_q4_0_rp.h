@@ -223,7 +223,9 @@ TB_INLINE void dot_q4_0_grp8(int nt, const q4_0_grp8 *G, int64_t nb, const block
             for (int t = 0; t < nt; t++) {
                 const int8_t *y = a[t][i].qs;
                 h[t] = _mm256_add_epi16(h[t], _mm256_maddubs_epi16(lo, _mm256_set1_epi32(ld32(y + 4 * c))));
+                TB_CHAIN(h[t]);
                 h[t] = _mm256_add_epi16(h[t], _mm256_maddubs_epi16(hi, _mm256_set1_epi32(ld32(y + 16 + 4 * c))));
+                TB_CHAIN(h[t]);
             }
         }
         const __m256 dx = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)x->d));   /* (8) */

@@ -122,16 +122,19 @@ TB_INLINE void prep_trp8(const block_q8_K *a, int64_t nb, int32_t *nsum) {
     }
 }
 
-/* An empty asm on an accumulator: GCC would otherwise reassociate the
- * int16 add chains (integer adds are associative) into trees that keep
- * every vpmaddubsw result live and spill them (measured: ~30 spills per
- * block in matvec_tq2_0_rp8). No instruction is emitted. */
-#define TB_TRP8_CHAIN(v) __asm__("" : "+x"(v))
 
 TB_INLINE __m256i bcast8(const int8_t *p) {
     int32_t v;
     memcpy(&v, p, 4);
     return _mm256_set1_epi32(v);
+}
+
+/* The activation's dwords, each broadcast to a vector: xa[64 i + k] = dword k
+ * of block i's qs in all 8 lanes. The matvec reads them as whole vectors
+ * (a load folded into vpmaddubsw) instead of a vpbroadcastd per product. */
+TB_INLINE void expand_trp8(const block_q8_K *a, int64_t nb, __m256i *xa) {
+    for (int64_t i = 0; i < nb; i++)
+        for (int k = 0; k < 64; k++) _mm256_store_si256(xa + 64 * i + k, bcast8(a[i].qs + 4 * k));
 }
 
 /* ---------------------------------------------------------------------- */
@@ -149,7 +152,7 @@ TB_INLINE __m256i bcast8(const int8_t *p) {
  * the tokens; each token's int16 sum is widened per half block (32
  * vpmaddubsw). */
 TB_INLINE void dot_tq2_0_grp8(int nt, const tq2_0_grp8 *G, int64_t nb, const block_q8_K *const *a,
-                              const int32_t *const *nsum, __m256 *out) {
+                              const int32_t *const *nsum, const __m256i *xa, __m256 *out) {
     __m256 acc[TB_TRP8_NT];   /* all set: a runtime nt would trip -Wmaybe-uninitialized */
     TB_UNROLL
     for (int t = 0; t < TB_TRP8_NT; t++) acc[t] = _mm256_setzero_ps();
@@ -159,7 +162,34 @@ TB_INLINE void dot_tq2_0_grp8(int nt, const tq2_0_grp8 *G, int64_t nb, const blo
         __m256i p[TB_TRP8_NT];   /* (8) i32 per token */
         TB_UNROLL
         for (int t = 0; t < TB_TRP8_NT; t++) p[t] = _mm256_setzero_si256();
-        if (nt == 1) {
+        if (nt == 1 && xa) {
+            const __m256i *e = xa + 64 * i;   /* (64) the block's activation dwords, broadcast */
+            const __m256i m12 = _mm256_set1_epi8(12);
+            __m256i h1[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};
+            __m256i s4 = _mm256_setzero_si256();   /* (8) i32: 4 x the shift-1/3 dots */
+            TB_UNROLL
+            for (int jg = 0; jg < 16; jg += 4) {
+                __m256i h4[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};
+                TB_UNROLL
+                for (int jj = 0; jj < 4; jj++) {
+                    const int j = jg + jj, u = jj & 1;
+                    const __m256i q = loadu256(x->q[j]), q4 = _mm256_srli_epi16(q, 4);
+                    const __m256i *ej = e + 32 * (j / 8) + (j % 8);
+                    h1[u] = _mm256_add_epi16(h1[u], _mm256_maddubs_epi16(_mm256_and_si256(q, m3), ej[0]));
+                    TB_CHAIN(h1[u]);
+                    h4[u] = _mm256_add_epi16(h4[u], _mm256_maddubs_epi16(_mm256_and_si256(q, m12), ej[8]));
+                    TB_CHAIN(h4[u]);
+                    h1[u] = _mm256_add_epi16(h1[u], _mm256_maddubs_epi16(_mm256_and_si256(q4, m3), ej[16]));
+                    TB_CHAIN(h1[u]);
+                    h4[u] = _mm256_add_epi16(h4[u], _mm256_maddubs_epi16(_mm256_and_si256(q4, m12), ej[24]));
+                    TB_CHAIN(h4[u]);
+                }
+                s4 = _mm256_add_epi32(s4, _mm256_madd_epi16(_mm256_add_epi16(h4[0], h4[1]), one));
+            }
+            const __m256i s1 = _mm256_add_epi32(_mm256_madd_epi16(_mm256_add_epi16(h1[0], h1[1]), one),
+                                                _mm256_set1_epi32(nsum[0][i]));
+            p[0] = _mm256_add_epi32(s1, _mm256_srai_epi32(s4, 2));
+        } else if (nt == 1) {
             const int8_t *y = a[0][i].qs;
             const __m256i m12 = _mm256_set1_epi8(12);
             __m256i h1[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};
@@ -173,13 +203,13 @@ TB_INLINE void dot_tq2_0_grp8(int nt, const tq2_0_grp8 *G, int64_t nb, const blo
                     const __m256i q = loadu256(x->q[j]), q4 = _mm256_srli_epi16(q, 4);
                     const int8_t *yj = y + 128 * (j / 8) + 4 * (j % 8);
                     h1[u] = _mm256_add_epi16(h1[u], _mm256_maddubs_epi16(_mm256_and_si256(q, m3), bcast8(yj)));
-                    TB_TRP8_CHAIN(h1[u]);
+                    TB_CHAIN(h1[u]);
                     h4[u] = _mm256_add_epi16(h4[u], _mm256_maddubs_epi16(_mm256_and_si256(q, m12), bcast8(yj + 32)));
-                    TB_TRP8_CHAIN(h4[u]);
+                    TB_CHAIN(h4[u]);
                     h1[u] = _mm256_add_epi16(h1[u], _mm256_maddubs_epi16(_mm256_and_si256(q4, m3), bcast8(yj + 64)));
-                    TB_TRP8_CHAIN(h1[u]);
+                    TB_CHAIN(h1[u]);
                     h4[u] = _mm256_add_epi16(h4[u], _mm256_maddubs_epi16(_mm256_and_si256(q4, m12), bcast8(yj + 96)));
-                    TB_TRP8_CHAIN(h4[u]);
+                    TB_CHAIN(h4[u]);
                 }
                 s4 = _mm256_add_epi32(s4, _mm256_madd_epi16(_mm256_add_epi16(h4[0], h4[1]), one));
             }
@@ -203,7 +233,7 @@ TB_INLINE void dot_tq2_0_grp8(int nt, const tq2_0_grp8 *G, int64_t nb, const blo
                         TB_UNROLL
                         for (int t = 0; t < nt; t++) {
                             h[t] = _mm256_add_epi16(h[t], _mm256_maddubs_epi16(c, bcast8(a[t][i].qs + 128 * half + 32 * l + 4 * jj)));
-                            TB_TRP8_CHAIN(h[t]);
+                            TB_CHAIN(h[t]);
                         }
                     }
                 }
@@ -240,9 +270,11 @@ TB_INLINE void dot_tq2_0_grp8(int nt, const tq2_0_grp8 *G, int64_t nb, const blo
         const block_q8_K *aa[1] = {a};                                                                \
         const int32_t *ns[1] = {ns0};                                                                 \
         prep_trp8(a, nb, ns0);                                                                        \
+        static _Thread_local __m256i xa[TB_TRP8_MAXNB * 64];   /* (nb, 64) 128 KiB */                 \
+        expand_trp8(a, nb, xa);                                                                       \
         for (int64_t g = r0 / TB_TRP8_ROWS; g * TB_TRP8_ROWS < r1; g++) {                             \
             __m256 o[TB_TRP8_NT];                                                                     \
-            DOT(1, G + g * nb, nb, aa, ns, o);                                                        \
+            DOT(1, G + g * nb, nb, aa, ns, xa, o);                                                    \
             q4rp8_store(y, g, r0, r1, o[0]);                                                          \
         }                                                                                             \
         return true;                                                                                  \
@@ -266,9 +298,9 @@ TB_INLINE void dot_tq2_0_grp8(int nt, const tq2_0_grp8 *G, int64_t nb, const blo
             }                                                                                         \
             for (int64_t g = r0 / TB_TRP8_ROWS; g * TB_TRP8_ROWS < r1; g++) {                         \
                 __m256 o[TB_TRP8_NT];                                                                 \
-                if (ntk == TB_TRP8_NT) DOT(TB_TRP8_NT, G + g * nb, nb, aa, ns, o);                    \
-                else if (ntk == 1) DOT(1, G + g * nb, nb, aa, ns, o);                                 \
-                else DOT(ntk, G + g * nb, nb, aa, ns, o);                                             \
+                if (ntk == TB_TRP8_NT) DOT(TB_TRP8_NT, G + g * nb, nb, aa, ns, NULL, o);                    \
+                else if (ntk == 1) DOT(1, G + g * nb, nb, aa, ns, NULL, o);                                 \
+                else DOT(ntk, G + g * nb, nb, aa, ns, NULL, o);                                             \
                 for (int t = 0; t < ntk; t++) q4rp8_store(Y + (t0 + t) * ldy, g, r0, r1, o[t]);       \
             }                                                                                         \
         }                                                                                             \
