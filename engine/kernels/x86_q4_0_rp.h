@@ -210,8 +210,10 @@ TB_INLINE void dot_q4_0_grp8(int nt, const q4_0_grp8 *G, int64_t nb, const block
     TB_UNROLL
     for (int t = 0; t < TB_Q4RP8_NT; t++) acc[t] = _mm256_setzero_ps();
     const __m256i m4 = _mm256_set1_epi8(0x0F), one = _mm256_set1_epi16(1);
+    const uint32_t pf = nt == 1 ? tb_pf_bytes : 0;
     for (int64_t i = 0; i < nb; i++) {
         const q4_0_grp8 *x = &G[i];
+        tb_pf_block(x, sizeof *x, pf);
         __m256i h[TB_Q4RP8_NT];   /* (16) i16 per token: row k in words 2k, 2k + 1 */
         TB_UNROLL
         for (int t = 0; t < TB_Q4RP8_NT; t++) h[t] = _mm256_setzero_si256();

@@ -122,19 +122,10 @@ TB_INLINE void prep_trp8(const block_q8_K *a, int64_t nb, int32_t *nsum) {
     }
 }
 
-
 TB_INLINE __m256i bcast8(const int8_t *p) {
     int32_t v;
     memcpy(&v, p, 4);
     return _mm256_set1_epi32(v);
-}
-
-/* The activation's dwords, each broadcast to a vector: xa[64 i + k] = dword k
- * of block i's qs in all 8 lanes. The matvec reads them as whole vectors
- * (a load folded into vpmaddubsw) instead of a vpbroadcastd per product. */
-TB_INLINE void expand_trp8(const block_q8_K *a, int64_t nb, __m256i *xa) {
-    for (int64_t i = 0; i < nb; i++)
-        for (int k = 0; k < 64; k++) _mm256_store_si256(xa + 64 * i + k, bcast8(a[i].qs + 4 * k));
 }
 
 /* ---------------------------------------------------------------------- */
@@ -152,44 +143,19 @@ TB_INLINE void expand_trp8(const block_q8_K *a, int64_t nb, __m256i *xa) {
  * the tokens; each token's int16 sum is widened per half block (32
  * vpmaddubsw). */
 TB_INLINE void dot_tq2_0_grp8(int nt, const tq2_0_grp8 *G, int64_t nb, const block_q8_K *const *a,
-                              const int32_t *const *nsum, const __m256i *xa, __m256 *out) {
+                              const int32_t *const *nsum, __m256 *out) {
     __m256 acc[TB_TRP8_NT];   /* all set: a runtime nt would trip -Wmaybe-uninitialized */
     TB_UNROLL
     for (int t = 0; t < TB_TRP8_NT; t++) acc[t] = _mm256_setzero_ps();
     const __m256i m3 = _mm256_set1_epi8(3), one = _mm256_set1_epi16(1);
+    const uint32_t pf = nt == 1 ? tb_pf_bytes : 0;
     for (int64_t i = 0; i < nb; i++) {
         const tq2_0_grp8 *x = &G[i];
+        tb_pf_block(x, sizeof *x, pf);
         __m256i p[TB_TRP8_NT];   /* (8) i32 per token */
         TB_UNROLL
         for (int t = 0; t < TB_TRP8_NT; t++) p[t] = _mm256_setzero_si256();
-        if (nt == 1 && xa) {
-            const __m256i *e = xa + 64 * i;   /* (64) the block's activation dwords, broadcast */
-            const __m256i m12 = _mm256_set1_epi8(12);
-            __m256i h1[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};
-            __m256i s4 = _mm256_setzero_si256();   /* (8) i32: 4 x the shift-1/3 dots */
-            TB_UNROLL
-            for (int jg = 0; jg < 16; jg += 4) {
-                __m256i h4[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};
-                TB_UNROLL
-                for (int jj = 0; jj < 4; jj++) {
-                    const int j = jg + jj, u = jj & 1;
-                    const __m256i q = loadu256(x->q[j]), q4 = _mm256_srli_epi16(q, 4);
-                    const __m256i *ej = e + 32 * (j / 8) + (j % 8);
-                    h1[u] = _mm256_add_epi16(h1[u], _mm256_maddubs_epi16(_mm256_and_si256(q, m3), ej[0]));
-                    TB_CHAIN(h1[u]);
-                    h4[u] = _mm256_add_epi16(h4[u], _mm256_maddubs_epi16(_mm256_and_si256(q, m12), ej[8]));
-                    TB_CHAIN(h4[u]);
-                    h1[u] = _mm256_add_epi16(h1[u], _mm256_maddubs_epi16(_mm256_and_si256(q4, m3), ej[16]));
-                    TB_CHAIN(h1[u]);
-                    h4[u] = _mm256_add_epi16(h4[u], _mm256_maddubs_epi16(_mm256_and_si256(q4, m12), ej[24]));
-                    TB_CHAIN(h4[u]);
-                }
-                s4 = _mm256_add_epi32(s4, _mm256_madd_epi16(_mm256_add_epi16(h4[0], h4[1]), one));
-            }
-            const __m256i s1 = _mm256_add_epi32(_mm256_madd_epi16(_mm256_add_epi16(h1[0], h1[1]), one),
-                                                _mm256_set1_epi32(nsum[0][i]));
-            p[0] = _mm256_add_epi32(s1, _mm256_srai_epi32(s4, 2));
-        } else if (nt == 1) {
+        if (nt == 1) {
             const int8_t *y = a[0][i].qs;
             const __m256i m12 = _mm256_set1_epi8(12);
             __m256i h1[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};
@@ -270,11 +236,9 @@ TB_INLINE void dot_tq2_0_grp8(int nt, const tq2_0_grp8 *G, int64_t nb, const blo
         const block_q8_K *aa[1] = {a};                                                                \
         const int32_t *ns[1] = {ns0};                                                                 \
         prep_trp8(a, nb, ns0);                                                                        \
-        static _Thread_local __m256i xa[TB_TRP8_MAXNB * 64];   /* (nb, 64) 128 KiB */                 \
-        expand_trp8(a, nb, xa);                                                                       \
         for (int64_t g = r0 / TB_TRP8_ROWS; g * TB_TRP8_ROWS < r1; g++) {                             \
             __m256 o[TB_TRP8_NT];                                                                     \
-            DOT(1, G + g * nb, nb, aa, ns, xa, o);                                                    \
+            DOT(1, G + g * nb, nb, aa, ns, o);                                                        \
             q4rp8_store(y, g, r0, r1, o[0]);                                                          \
         }                                                                                             \
         return true;                                                                                  \
@@ -298,9 +262,9 @@ TB_INLINE void dot_tq2_0_grp8(int nt, const tq2_0_grp8 *G, int64_t nb, const blo
             }                                                                                         \
             for (int64_t g = r0 / TB_TRP8_ROWS; g * TB_TRP8_ROWS < r1; g++) {                         \
                 __m256 o[TB_TRP8_NT];                                                                 \
-                if (ntk == TB_TRP8_NT) DOT(TB_TRP8_NT, G + g * nb, nb, aa, ns, NULL, o);                    \
-                else if (ntk == 1) DOT(1, G + g * nb, nb, aa, ns, NULL, o);                                 \
-                else DOT(ntk, G + g * nb, nb, aa, ns, NULL, o);                                             \
+                if (ntk == TB_TRP8_NT) DOT(TB_TRP8_NT, G + g * nb, nb, aa, ns, o);                    \
+                else if (ntk == 1) DOT(1, G + g * nb, nb, aa, ns, o);                                 \
+                else DOT(ntk, G + g * nb, nb, aa, ns, o);                                             \
                 for (int t = 0; t < ntk; t++) q4rp8_store(Y + (t0 + t) * ldy, g, r0, r1, o[t]);       \
             }                                                                                         \
         }                                                                                             \
