@@ -11,6 +11,7 @@
 #include "kernels/x86_int.h"
 #include "kernels/x86_kquant.h"
 #include "kernels/x86_q4_0_rp.h"
+#include "kernels/x86_q4_K_rp.h"
 #include "kernels/x86_ternary.h"
 #include "kernels/x86_ternary_rp8.h"
 
@@ -32,6 +33,7 @@ TB_X86_KERNELS(tq1_0, DOT_TQ1_0)
 TB_RP_WITH_FALLBACK(tq2_0_256_rp, tq2_0_rp8, tq2_0)   /* 8-row repacked copies (x86_ternary_rp8.h) */
 TB_RP_WITH_FALLBACK(tq1_0_256_rp, tq1_0_rp8, tq1_0)
 TB_X86_KERNELS(q4_K, DOT_Q4_K)
+TB_RP_WITH_FALLBACK(q4_K_256_rp, q4_K_rp8, q4_K)   /* 8-row repacked copy (x86_q4_K_rp.h) */
 TB_X86_KERNELS(q6_K, DOT_Q6_K)
 TB_X86_KERNELS(f32, DOT_F32)
 TB_X86_KERNELS(f16, DOT_F16)
@@ -59,6 +61,10 @@ void tb_kernels_fill_avx2(tb_kernels_t *k) {
     k->t[TB_TYPE_TQ1_0].repack_rows = TB_TRP8_ROWS;
     k->t[TB_TYPE_TQ1_0].repack_bytes = repack_bytes_tq1_0_8;   /* 2-bit codes: 66/54 of the file */
     TB_X86_SET(k, TB_TYPE_Q4_K, q4_K, NULL);
+    k->t[TB_TYPE_Q4_K].matvec = matvec_q4_K_256_rp;
+    k->t[TB_TYPE_Q4_K].gemm = gemm_q4_K_256_rp;
+    k->t[TB_TYPE_Q4_K].repack = repack_q4_K_8;
+    k->t[TB_TYPE_Q4_K].repack_rows = TB_Q4KRP8_ROWS;
     TB_X86_SET(k, TB_TYPE_Q6_K, q6_K, NULL);
     TB_X86_SET(k, TB_TYPE_F32, f32, NULL);
     TB_X86_SET(k, TB_TYPE_F16, f16, NULL);

@@ -29,6 +29,40 @@
 
 #include "kernels/x86_common.h"
 
+#if defined(__AVX512VNNI__) || !defined(__AVX512F__)
+
+/* ---------------------------------------------------------------------- */
+/* Activation prep                                                          */
+/* ---------------------------------------------------------------------- */
+
+/* Per Q8_K block: the sub-block sums paired for vpdpwssd against the
+ * (m_0, m_2), (m_1, m_3), (m_4, m_6), (m_5, m_7) i16 pairs of a lane, the
+ * block scale, and the scale / 16 (S carries a factor 16). */
+typedef struct {
+    int32_t bs[4];   /* (bsum_0 | bsum_2 << 16), (1, 3), (4, 6), (5, 7); bsum_j = sum of sub-block j */
+    float d, d16;    /* d_y, d_y / 16 (exact)                                                       */
+} q4krp_act_t;
+static_assert(sizeof(q4krp_act_t) == 24, "q4krp_act_t size");
+
+TB_INLINE int32_t q4krp_pair(int lo, int hi) { return (int32_t)((uint32_t)(uint16_t)lo | (uint32_t)(uint16_t)hi << 16); }
+
+/* p[i] for the nb blocks of one Q8_K activation row a. |bsum_j| <= 32 * 128
+ * fits an i16. */
+TB_INLINE void prep_q4_K_rp(const block_q8_K *a, int64_t nb, q4krp_act_t *p) {
+    for (int64_t i = 0; i < nb; i++) {
+        int s[8];
+        for (int j = 0; j < 8; j++) s[j] = a[i].bsums[2 * j] + a[i].bsums[2 * j + 1];
+        p[i].bs[0] = q4krp_pair(s[0], s[2]);
+        p[i].bs[1] = q4krp_pair(s[1], s[3]);
+        p[i].bs[2] = q4krp_pair(s[4], s[6]);
+        p[i].bs[3] = q4krp_pair(s[5], s[7]);
+        p[i].d = a[i].d;
+        p[i].d16 = a[i].d * 0.0625f;
+    }
+}
+
+#endif
+
 #if defined(__AVX512VNNI__)
 
 /* ---------------------------------------------------------------------- */
@@ -87,36 +121,6 @@ static void repack_q4_K(const void *W, size_t ws, int64_t rows, int64_t n, void 
                 for (int j = 0; j < 32; j++) memcpy(&o->q[j][4 * k], &x->qs[4 * j], 4);
             }
         }
-}
-
-/* ---------------------------------------------------------------------- */
-/* Activation prep                                                          */
-/* ---------------------------------------------------------------------- */
-
-/* Per Q8_K block: the sub-block sums paired for vpdpwssd against the
- * (m_0, m_2), (m_1, m_3), (m_4, m_6), (m_5, m_7) i16 pairs of a lane, the
- * block scale, and the scale / 16 (S carries a factor 16). */
-typedef struct {
-    int32_t bs[4];   /* (bsum_0 | bsum_2 << 16), (1, 3), (4, 6), (5, 7); bsum_j = sum of sub-block j */
-    float d, d16;    /* d_y, d_y / 16 (exact)                                                       */
-} q4krp_act_t;
-static_assert(sizeof(q4krp_act_t) == 24, "q4krp_act_t size");
-
-TB_INLINE int32_t q4krp_pair(int lo, int hi) { return (int32_t)((uint32_t)(uint16_t)lo | (uint32_t)(uint16_t)hi << 16); }
-
-/* p[i] for the nb blocks of one Q8_K activation row a. |bsum_j| <= 32 * 128
- * fits an i16. */
-TB_INLINE void prep_q4_K_rp(const block_q8_K *a, int64_t nb, q4krp_act_t *p) {
-    for (int64_t i = 0; i < nb; i++) {
-        int s[8];
-        for (int j = 0; j < 8; j++) s[j] = a[i].bsums[2 * j] + a[i].bsums[2 * j + 1];
-        p[i].bs[0] = q4krp_pair(s[0], s[2]);
-        p[i].bs[1] = q4krp_pair(s[1], s[3]);
-        p[i].bs[2] = q4krp_pair(s[4], s[6]);
-        p[i].bs[3] = q4krp_pair(s[5], s[7]);
-        p[i].d = a[i].d;
-        p[i].d16 = a[i].d * 0.0625f;
-    }
 }
 
 /* ---------------------------------------------------------------------- */
@@ -297,5 +301,181 @@ static bool gemm_q4_K_rp(const void *W, size_t ws, const void *A, size_t as, int
     return true;
 }
 
-#endif /* __AVX512VNNI__ */
+#elif !defined(__AVX512F__)
+
+/* ---------------------------------------------------------------------- */
+/* AVX2: 8 rows per group                                                   */
+/* ---------------------------------------------------------------------- */
+
+/* The AVX2 tier's copy: the same fields for 8 rows, lane k = row k of a
+ * YMM. One block of a group: 1152 bytes = 8 x 144, so the copy is as large
+ * as the file rows padded to a multiple of 8 (18 lines per block):
+ *   [0..15]      d    of rows 0..7 (fp16)
+ *   [16..31]     dmin of rows 0..7 (fp16)
+ *   [32..127]    sc: 3 chunks w of 32 bytes, lane k holds scales[4w..4w+3]
+ *                of row k (6-bit packed, unpacked per lane in registers)
+ *   [128..1151]  q: 32 chunks 8h + c of 32 bytes, lane k holds
+ *                qs[32h + 4c .. 32h + 4c + 3] of row k
+ * As in the 16-row layout: low nibble of lane byte b of chunk 8h + c is
+ * element 64h + 4c + b (sub-block 2h), the high one element 64h + 32 +
+ * 4c + b (sub-block 2h + 1).
+ *
+ * Arithmetic per (row, block), all integer steps exact (vpmaddubsw has no
+ * int32 accumulate, so the sums go through int16):
+ *   P_j = sum over sub-block j of q * y: 8 vpmaddubsw of |.| <= 2 * 15 *
+ *         128 summed in int16, <= 30720 < 2^15 (high nibbles shifted down,
+ *         not masked in place: 16 q would overflow);
+ *   S   = sum_j P_j * sc_j (vpmaddwd against sc_j in both words of a lane)
+ *   M   = sum_j m_j * bsums_j (vpmaddwd against the (m_a, m_b) pairs)
+ *   acc += float(S) * (d * d_y);  acc -= float(M) * (dmin * d_y)
+ * gemm runs the same body once per token (the group stays in L1 between
+ * tokens), so gemm == matvec bit for bit. */
+#define TB_Q4KRP8_ROWS 8
+#define TB_Q4K_RP8_MAXNB 64   /* rows of more than 16384 columns use the file layout */
+typedef struct {
+    tb_fp16_t d[TB_Q4KRP8_ROWS];
+    tb_fp16_t dmin[TB_Q4KRP8_ROWS];
+    uint8_t sc[3][32];       /* (dword w, lane * 4 + byte) packed 6-bit scales */
+    uint8_t q[32][32];       /* (chunk, lane * 4 + byte) codes                  */
+} q4_K_grp8;
+static_assert(sizeof(q4_K_grp8) == TB_Q4KRP8_ROWS * sizeof(block_q4_K), "q4_K_grp8 size");
+static_assert(offsetof(q4_K_grp8, q) % 64 == 0, "q4_K_grp8 code chunks on cache lines");
+
+/* Repack `rows` rows of W (file layout, stride ws, n columns) into groups
+ * of 8, (groups, blocks) order; missing rows of the last group are zero
+ * (d = dmin = 0: their lanes compute 0 and are never stored). */
+static void repack_q4_K_8(const void *W, size_t ws, int64_t rows, int64_t n, void *out) {
+    const int64_t nb = n / QK_K, ng = (rows + TB_Q4KRP8_ROWS - 1) / TB_Q4KRP8_ROWS;
+    q4_K_grp8 *G = out;   // (ng, nb)
+    for (int64_t g = 0; g < ng; g++)
+        for (int64_t i = 0; i < nb; i++) {
+            q4_K_grp8 *o = &G[g * nb + i];
+            memset(o, 0, sizeof *o);
+            for (int k = 0; k < TB_Q4KRP8_ROWS && g * TB_Q4KRP8_ROWS + k < rows; k++) {
+                const block_q4_K *x =
+                    (const block_q4_K *)((const uint8_t *)W + (size_t)(g * TB_Q4KRP8_ROWS + k) * ws) + i;
+                o->d[k] = x->d;
+                o->dmin[k] = x->dmin;
+                for (int w = 0; w < 3; w++) memcpy(&o->sc[w][4 * k], &x->scales[4 * w], 4);
+                for (int j = 0; j < 32; j++) memcpy(&o->q[j][4 * k], &x->qs[4 * j], 4);
+            }
+        }
+}
+
+/* The scales of block x of a group: sw[j] = sc_j in both int16 words of
+ * each lane (vpshufb of the unpacked bytes), and the mins as int16 pairs
+ * mp[0..3] = (m_0, m_2), (m_1, m_3), (m_4, m_6), (m_5, m_7). Unpacking as
+ * q4k_grp_scales: SL = sc_0..3, SH = sc_4..7, ML = m_0..3, MH = m_4..7. */
+TB_INLINE void q4k_grp8_scales(const q4_K_grp8 *x, __m256i sw[8], __m256i mp[4]) {
+    const __m256i D0 = _mm256_load_si256((const __m256i *)x->sc[0]);
+    const __m256i D1 = _mm256_load_si256((const __m256i *)x->sc[1]);
+    const __m256i D2 = _mm256_load_si256((const __m256i *)x->sc[2]);
+    const __m256i m3f = _mm256_set1_epi32(0x3f3f3f3f), m0f = _mm256_set1_epi32(0x0f0f0f0f);
+    const __m256i m30 = _mm256_set1_epi32(0x30303030), p16 = _mm256_set1_epi32(0x00ff00ff);
+    const __m256i SL = _mm256_and_si256(D0, m3f);
+    const __m256i SH = _mm256_or_si256(_mm256_and_si256(D2, m0f), _mm256_and_si256(_mm256_srli_epi32(D0, 2), m30));
+    const __m256i ML = _mm256_and_si256(D1, m3f);
+    const __m256i MH = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi32(D2, 4), m0f),
+                                       _mm256_and_si256(_mm256_srli_epi32(D1, 2), m30));
+    TB_UNROLL
+    for (int b = 0; b < 4; b++) {   /* byte b of each lane to both of its words, zero-extended */
+        const __m256i sh = _mm256_setr_epi8(b, -128, b, -128, 4 + b, -128, 4 + b, -128, 8 + b, -128, 8 + b, -128,
+                                            12 + b, -128, 12 + b, -128, b, -128, b, -128, 4 + b, -128, 4 + b, -128,
+                                            8 + b, -128, 8 + b, -128, 12 + b, -128, 12 + b, -128);
+        sw[b] = _mm256_shuffle_epi8(SL, sh);
+        sw[4 + b] = _mm256_shuffle_epi8(SH, sh);
+    }
+    mp[0] = _mm256_and_si256(ML, p16);
+    mp[1] = _mm256_and_si256(_mm256_srli_epi32(ML, 8), p16);
+    mp[2] = _mm256_and_si256(MH, p16);
+    mp[3] = _mm256_and_si256(_mm256_srli_epi32(MH, 8), p16);
+}
+
+/* One group of 8 rows (nb blocks at G) times one activation a (pa its
+ * prep): the 8 rows' results. */
+TB_INLINE __m256 dot_q4_K_grp8(const q4_K_grp8 *G, int64_t nb, const block_q8_K *a, const q4krp_act_t *pa) {
+    __m256 acc = _mm256_setzero_ps();
+    const __m256i m4 = _mm256_set1_epi8(0x0F);
+    const uint32_t pf = tb_pf_bytes;
+    for (int64_t i = 0; i < nb; i++) {
+        const q4_K_grp8 *x = &G[i];
+        tb_pf_block(x, sizeof *x, pf);
+        __m256i sw[8], mp[4];
+        q4k_grp8_scales(x, sw, mp);
+        const int8_t *y = a[i].qs;
+        __m256i S = _mm256_setzero_si256();   /* (8) i32: sumi */
+        TB_UNROLL
+        for (int h = 0; h < 4; h++) {
+            __m256i pl = _mm256_setzero_si256(), ph = _mm256_setzero_si256();   /* (16) i16 */
+            TB_UNROLL
+            for (int c = 0; c < 8; c++) {
+                const __m256i q = _mm256_load_si256((const __m256i *)x->q[8 * h + c]);
+                pl = _mm256_add_epi16(pl, _mm256_maddubs_epi16(_mm256_and_si256(q, m4),
+                                                               _mm256_set1_epi32(ld32(y + 64 * h + 4 * c))));
+                TB_CHAIN(pl);
+                ph = _mm256_add_epi16(ph, _mm256_maddubs_epi16(_mm256_and_si256(_mm256_srli_epi16(q, 4), m4),
+                                                               _mm256_set1_epi32(ld32(y + 64 * h + 32 + 4 * c))));
+                TB_CHAIN(ph);
+            }
+            S = _mm256_add_epi32(S, _mm256_add_epi32(_mm256_madd_epi16(pl, sw[2 * h]),
+                                                     _mm256_madd_epi16(ph, sw[2 * h + 1])));
+        }
+        const q4krp_act_t *p = &pa[i];
+        __m256i M = _mm256_madd_epi16(mp[0], _mm256_set1_epi32(p->bs[0]));
+        TB_UNROLL
+        for (int k = 1; k < 4; k++) M = _mm256_add_epi32(M, _mm256_madd_epi16(mp[k], _mm256_set1_epi32(p->bs[k])));
+        const __m256 dx = _mm256_cvtph_ps(_mm_load_si128((const __m128i *)x->d));      /* (8) */
+        const __m256 dm = _mm256_cvtph_ps(_mm_load_si128((const __m128i *)x->dmin));   /* (8) */
+        const __m256 dy = _mm256_set1_ps(p->d);
+        acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(S), _mm256_mul_ps(dx, dy), acc);
+        acc = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(M), _mm256_mul_ps(dm, dy), acc);
+    }
+    return acc;
+}
+
+/* y[r] = W[r]·a for r in [r0, r1) on the AVX2 tier's 8-row copy; false
+ * when W has none or its rows are too long (the caller runs the file
+ * layout). */
+static bool matvec_q4_K_rp8(const void *W, size_t ws, const void *a, float *y, int64_t r0, int64_t r1,
+                            int64_t n) {
+    const int64_t nb = n / QK_K;
+    if (r0 >= r1) return true;
+    if (nb > TB_Q4K_RP8_MAXNB) return false;
+    const q4_K_grp8 *G = tb_repack_lookup(W, ws, TB_ISA_AVX2, TB_TYPE_Q4_K);
+    if (!G) return false;
+    q4krp_act_t pa[TB_Q4K_RP8_MAXNB];   // (nb)
+    prep_q4_K_rp(a, nb, pa);
+    for (int64_t g = r0 / TB_Q4KRP8_ROWS; g * TB_Q4KRP8_ROWS < r1; g++)
+        q4rp8_store(y, g, r0, r1, dot_q4_K_grp8(G + g * nb, nb, a, pa));
+    return true;
+}
+
+/* Y[t * ldy + r] = W[r]·A[t] on the 8-row copy; false as matvec_q4_K_rp8.
+ * Each group is read once per token, from L1 after the first (one group
+ * row of a 2048-column matrix is 9 KB); Q4_K weights are rarely in a
+ * prefill's hot path (llama.cpp files put them in embeddings and heads,
+ * which prefill reads once per prompt). */
+static bool gemm_q4_K_rp8(const void *W, size_t ws, const void *A, size_t as, int64_t nt, float *Y,
+                          int64_t ldy, int64_t r0, int64_t r1, int64_t n) {
+    const int64_t nb = n / QK_K;
+    if (r0 >= r1) return true;
+    if (nb > TB_Q4K_RP8_MAXNB) return false;
+    const q4_K_grp8 *G = tb_repack_lookup(W, ws, TB_ISA_AVX2, TB_TYPE_Q4_K);
+    if (!G) return false;
+    enum { TCH = 32 };   /* tokens per activation-prep chunk */
+    q4krp_act_t prep[TCH * TB_Q4K_RP8_MAXNB];   // (TCH, nb) 48 KiB of stack
+    for (int64_t c0 = 0; c0 < nt; c0 += TCH) {
+        const int64_t ntc = TB_MIN(TCH, nt - c0);
+        for (int64_t t = 0; t < ntc; t++)
+            prep_q4_K_rp((const block_q8_K *)((const uint8_t *)A + (size_t)(c0 + t) * as), nb, prep + t * nb);
+        for (int64_t g = r0 / TB_Q4KRP8_ROWS; g * TB_Q4KRP8_ROWS < r1; g++)
+            for (int64_t t = 0; t < ntc; t++) {
+                const block_q8_K *a = (const block_q8_K *)((const uint8_t *)A + (size_t)(c0 + t) * as);
+                q4rp8_store(Y + (c0 + t) * ldy, g, r0, r1, dot_q4_K_grp8(G + g * nb, nb, a, prep + t * nb));
+            }
+    }
+    return true;
+}
+
+#endif /* __AVX512VNNI__ / AVX2 */
 #endif
