@@ -12,6 +12,7 @@
 #include "kernels/x86_kquant.h"
 #include "kernels/x86_q4_0_rp.h"
 #include "kernels/x86_q4_K_rp.h"
+#include "kernels/x86_q8_0_rp.h"
 #include "kernels/x86_ternary.h"
 #include "kernels/x86_ternary_rp8.h"
 
@@ -26,6 +27,7 @@
 #define DOT_BF16(nt, n, s, w, a) dot_fx(nt, n, s, w, a, 2)
 
 TB_X86_KERNELS(q8_0, DOT_Q8_0)
+TB_RP_WITH_FALLBACK(q8_0_256_rp, q8_0_rp8, q8_0)   /* 8-row repacked copy (x86_q8_0_rp.h) */
 TB_X86_KERNELS(q4_0, DOT_Q4_0)
 TB_RP_WITH_FALLBACK(q4_0_256_rp, q4_0_rp8, q4_0)   /* 8-row repacked copy (x86_q4_0_rp.h) */
 TB_X86_KERNELS(tq2_0, DOT_TQ2_0)
@@ -44,6 +46,10 @@ static uint64_t read_sum(const void *p, size_t n) { return read_sum_256(p, n); }
 void tb_kernels_fill_avx2(tb_kernels_t *k) {
     k->features = "avx2,fma,f16c";
     TB_X86_SET(k, TB_TYPE_Q8_0, q8_0, NULL);
+    k->t[TB_TYPE_Q8_0].matvec = matvec_q8_0_256_rp;
+    k->t[TB_TYPE_Q8_0].gemm = gemm_q8_0_256_rp;
+    k->t[TB_TYPE_Q8_0].repack = repack_q8_0_8;
+    k->t[TB_TYPE_Q8_0].repack_rows = TB_Q8RP8_ROWS;
     TB_X86_SET(k, TB_TYPE_Q4_0, q4_0, NULL);
     k->t[TB_TYPE_Q4_0].matvec = matvec_q4_0_256_rp;
     k->t[TB_TYPE_Q4_0].gemm = gemm_q4_0_256_rp;

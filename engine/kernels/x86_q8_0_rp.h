@@ -164,5 +164,148 @@ TB_INLINE void dot_q8_0_grp(int nt, const q8_0_grp *G, int64_t nb, const block_q
 _Static_assert(TB_Q8RP_ROWS == 16, "TB_RP16_KERNELS stores 16-row groups");
 TB_RP16_KERNELS(q8_0, TB_TYPE_Q8_0, q8_0_grp, block_q8_0, q8rp_act_t, QK8_0, TB_Q8RP_MAXNB, TB_Q8RP_NT, prep_q8_0_rp, dot_q8_0_grp)
 
-#endif /* __AVX512VNNI__ */
+#elif !defined(__AVX512F__)
+
+/* ---------------------------------------------------------------------- */
+/* AVX2: 8 rows per group                                                   */
+/* ---------------------------------------------------------------------- */
+
+/* Included by tier_avx2.c after x86_q4_0_rp.h (its Q8_0 activation prep,
+ * prep_q4_0_rp, and its lane store, q4rp8_store). One group of 8 rows, one
+ * block: 272 bytes = 8 file blocks:
+ *   [0 .. 255]    8 chunks c of 32 bytes: lane k holds qs[4c..4c+3] of
+ *                 row k, each byte xor 0x80 (w + 128, unsigned)
+ *   [256 .. 271]  d of rows 0..7 (fp16)
+ * vpmaddubsw of u = w + 128 (up to 255) by a signed activation byte pair
+ * can reach 2 * 255 * 128 > 2^15 and saturate, so each code byte is split
+ * into its nibbles, u = 16 uh + ul, and each nibble vector is multiplied
+ * by the same broadcast activation dword: 8 chunks of |.| <= 2 * 15 * 128
+ * summed in int16 stay below 2^15, and per (row, block)
+ *   dot = 16 (sum uh y - 8 sum y) + sum ul y            (= sum w y, exact)
+ * with -8 sum y the prep's nsum (Q4_0's offset, the same activation
+ * format). The float steps are one convert, d_w * d_a and one FMA per
+ * block in block order, one chain per token, so gemm == matvec bit for
+ * bit. The file-layout kernel (x86_int.h) gets w * a from vpsign, which
+ * is wrong for w = -128 (its magnitude overflows); this copy is exact for
+ * every byte. */
+#define TB_Q8RP8_ROWS 8
+#define TB_Q8RP8_NT 2        /* tokens per gemm pass (16 YMM registers)    */
+typedef struct {
+    uint8_t q[8][32];
+    tb_fp16_t d[TB_Q8RP8_ROWS];
+} q8_0_grp8;
+static_assert(sizeof(q8_0_grp8) == TB_Q8RP8_ROWS * sizeof(block_q8_0), "q8_0_grp8 size");
+
+/* Rows of W into 8-row groups; missing rows of the last group are codes
+ * 0x80 (w = 0) with d = 0 (their lanes compute 0 and are never stored). */
+static void repack_q8_0_8(const void *W, size_t ws, int64_t rows, int64_t n, void *out) {
+    const int64_t nb = n / QK8_0, ng = (rows + TB_Q8RP8_ROWS - 1) / TB_Q8RP8_ROWS;
+    for (int64_t g = 0; g < ng; g++) {
+        q8_0_grp8 *og = (q8_0_grp8 *)out + g * nb;   // (nb)
+        const int kn = (int)TB_MIN(TB_Q8RP8_ROWS, rows - g * TB_Q8RP8_ROWS);
+        if (kn < TB_Q8RP8_ROWS)
+            for (int64_t i = 0; i < nb; i++) {
+                memset(og[i].q, 0x80, sizeof og[i].q);
+                memset(og[i].d, 0, sizeof og[i].d);
+            }
+        for (int k = 0; k < kn; k++) {
+            const block_q8_0 *x = (const block_q8_0 *)((const uint8_t *)W + (size_t)(g * TB_Q8RP8_ROWS + k) * ws);
+            for (int64_t i = 0; i < nb; i++) {
+                for (int c = 0; c < 8; c++)
+                    for (int b = 0; b < 4; b++) og[i].q[c][4 * k + b] = (uint8_t)x[i].qs[4 * c + b] ^ 0x80;
+                og[i].d[k] = x[i].d;
+            }
+        }
+    }
+}
+
+/* One group of 8 rows (nb blocks at G) times nt activations a[t] (pa[t]
+ * their prep): out[t] = the 8 rows' results for token t. */
+TB_INLINE void dot_q8_0_grp8(int nt, const q8_0_grp8 *G, int64_t nb, const block_q8_0 *const *a,
+                             const q4rp_act_t *const *pa, __m256 *out) {
+    __m256 acc[TB_Q8RP8_NT];   /* all set: a runtime nt would trip -Wmaybe-uninitialized */
+    TB_UNROLL
+    for (int t = 0; t < TB_Q8RP8_NT; t++) acc[t] = _mm256_setzero_ps();
+    const __m256i m4 = _mm256_set1_epi8(0x0F), one = _mm256_set1_epi16(1);
+    const uint32_t pf = nt == 1 ? tb_pf_bytes : 0;
+    for (int64_t i = 0; i < nb; i++) {
+        const q8_0_grp8 *x = &G[i];
+        tb_pf_block(x, sizeof *x, pf);
+        __m256i hl[TB_Q8RP8_NT], hh[TB_Q8RP8_NT];   /* (16) i16 per token: low / high nibble sums */
+        TB_UNROLL
+        for (int t = 0; t < TB_Q8RP8_NT; t++) hl[t] = hh[t] = _mm256_setzero_si256();
+        TB_UNROLL
+        for (int c = 0; c < 8; c++) {
+            const __m256i q = _mm256_loadu_si256((const __m256i *)x->q[c]);
+            const __m256i lo = _mm256_and_si256(q, m4), hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);
+            TB_UNROLL
+            for (int t = 0; t < nt; t++) {
+                const __m256i y = _mm256_set1_epi32(ld32(a[t][i].qs + 4 * c));
+                hl[t] = _mm256_add_epi16(hl[t], _mm256_maddubs_epi16(lo, y));
+                TB_CHAIN(hl[t]);
+                hh[t] = _mm256_add_epi16(hh[t], _mm256_maddubs_epi16(hi, y));
+                TB_CHAIN(hh[t]);
+            }
+        }
+        const __m256 dx = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)x->d));   /* (8) */
+        TB_UNROLL
+        for (int t = 0; t < nt; t++) {
+            const __m256i ph = _mm256_add_epi32(_mm256_madd_epi16(hh[t], one), _mm256_set1_epi32(pa[t][i].nsum));
+            const __m256i p = _mm256_add_epi32(_mm256_slli_epi32(ph, 4), _mm256_madd_epi16(hl[t], one));
+            acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_mul_ps(dx, _mm256_set1_ps(pa[t][i].d)), acc[t]);
+        }
+    }
+    TB_UNROLL
+    for (int t = 0; t < nt; t++) out[t] = acc[t];
+}
+
+/* matvec / gemm on the 8-row copy; false when W has none or its rows are
+ * too long (the caller runs the file layout). */
+static bool matvec_q8_0_rp8(const void *W, size_t ws, const void *a, float *y, int64_t r0, int64_t r1,
+                            int64_t n) {
+    const int64_t nb = n / QK8_0;
+    if (r0 >= r1) return true;
+    if (nb > TB_Q4RP_MAXNB) return false;
+    const q8_0_grp8 *G = tb_repack_lookup(W, ws, TB_ISA_AVX2, TB_TYPE_Q8_0);
+    if (!G) return false;
+    q4rp_act_t pa0[TB_Q4RP_MAXNB];   // (nb) 8 KiB
+    const block_q8_0 *aa[1] = {a};
+    const q4rp_act_t *pa[1] = {pa0};
+    prep_q4_0_rp(a, nb, pa0);
+    for (int64_t g = r0 / TB_Q8RP8_ROWS; g * TB_Q8RP8_ROWS < r1; g++) {
+        __m256 o[TB_Q8RP8_NT];
+        dot_q8_0_grp8(1, G + g * nb, nb, aa, pa, o);
+        q4rp8_store(y, g, r0, r1, o[0]);
+    }
+    return true;
+}
+
+static bool gemm_q8_0_rp8(const void *W, size_t ws, const void *A, size_t as, int64_t nt, float *Y,
+                          int64_t ldy, int64_t r0, int64_t r1, int64_t n) {
+    const int64_t nb = n / QK8_0;
+    if (r0 >= r1) return true;
+    if (nb > TB_Q4RP_MAXNB) return false;
+    const q8_0_grp8 *G = tb_repack_lookup(W, ws, TB_ISA_AVX2, TB_TYPE_Q8_0);
+    if (!G) return false;
+    q4rp_act_t prep[TB_Q8RP8_NT][TB_Q4RP_MAXNB];   // (TB_Q8RP8_NT, nb) 16 KiB of stack
+    for (int64_t t0 = 0; t0 < nt; t0 += TB_Q8RP8_NT) {
+        const int ntk = (int)TB_MIN(TB_Q8RP8_NT, nt - t0);
+        const block_q8_0 *aa[TB_Q8RP8_NT];
+        const q4rp_act_t *pa[TB_Q8RP8_NT];
+        for (int t = 0; t < ntk; t++) {
+            aa[t] = (const block_q8_0 *)((const uint8_t *)A + (size_t)(t0 + t) * as);
+            prep_q4_0_rp(aa[t], nb, prep[t]);
+            pa[t] = prep[t];
+        }
+        for (int64_t g = r0 / TB_Q8RP8_ROWS; g * TB_Q8RP8_ROWS < r1; g++) {
+            __m256 o[TB_Q8RP8_NT];
+            if (ntk == TB_Q8RP8_NT) dot_q8_0_grp8(TB_Q8RP8_NT, G + g * nb, nb, aa, pa, o);
+            else dot_q8_0_grp8(1, G + g * nb, nb, aa, pa, o);
+            for (int t = 0; t < ntk; t++) q4rp8_store(Y + (t0 + t) * ldy, g, r0, r1, o[t]);
+        }
+    }
+    return true;
+}
+
+#endif /* __AVX512VNNI__ / AVX2 */
 #endif
