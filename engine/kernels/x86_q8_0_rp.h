@@ -185,9 +185,10 @@ TB_RP16_KERNELS(q8_0, TB_TYPE_Q8_0, q8_0_grp, block_q8_0, q8rp_act_t, QK8_0, TB_
  * with -8 sum y the prep's nsum (Q4_0's offset, the same activation
  * format). The float steps are one convert, d_w * d_a and one FMA per
  * block in block order, one chain per token, so gemm == matvec bit for
- * bit. The file-layout kernel (x86_int.h) gets w * a from vpsign, which
- * is wrong for w = -128 (its magnitude overflows); this copy is exact for
- * every byte. */
+ * bit. The file-layout kernel (x86_int.h) gets w * a as |w| * vpsign(a,
+ * w), whose negation of a = -128 wraps (wrong for a = -128 with w < 0, a
+ * byte the activation quantizer never writes: its scale is amax / 127);
+ * this copy is exact for every byte pair. */
 #define TB_Q8RP8_ROWS 8
 #define TB_Q8RP8_NT 2        /* tokens per gemm pass (16 YMM registers)    */
 typedef struct {
