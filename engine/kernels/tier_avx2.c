@@ -13,6 +13,7 @@
 #include "kernels/x86_q4_0_rp.h"
 #include "kernels/x86_q4_K_rp.h"
 #include "kernels/x86_q8_0_rp.h"
+#include "kernels/x86_q6_K_rp.h"
 #include "kernels/x86_ternary.h"
 #include "kernels/x86_ternary_rp8.h"
 
@@ -37,6 +38,7 @@ TB_RP_WITH_FALLBACK(tq1_0_256_rp, tq1_0_rp8, tq1_0)
 TB_X86_KERNELS(q4_K, DOT_Q4_K)
 TB_RP_WITH_FALLBACK(q4_K_256_rp, q4_K_rp8, q4_K)   /* 8-row repacked copy (x86_q4_K_rp.h) */
 TB_X86_KERNELS(q6_K, DOT_Q6_K)
+TB_RP_WITH_FALLBACK(q6_K_256_rp, q6_K_rp8, q6_K)   /* 8-row repacked copy (x86_q6_K_rp.h) */
 TB_X86_KERNELS(f32, DOT_F32)
 TB_X86_KERNELS(f16, DOT_F16)
 TB_X86_KERNELS(bf16, DOT_BF16)
@@ -72,6 +74,10 @@ void tb_kernels_fill_avx2(tb_kernels_t *k) {
     k->t[TB_TYPE_Q4_K].repack = repack_q4_K_8;
     k->t[TB_TYPE_Q4_K].repack_rows = TB_Q4KRP8_ROWS;
     TB_X86_SET(k, TB_TYPE_Q6_K, q6_K, NULL);
+    k->t[TB_TYPE_Q6_K].matvec = matvec_q6_K_256_rp;
+    k->t[TB_TYPE_Q6_K].gemm = gemm_q6_K_256_rp;
+    k->t[TB_TYPE_Q6_K].repack = repack_q6_K_8;
+    k->t[TB_TYPE_Q6_K].repack_rows = TB_Q6KRP8_ROWS;
     TB_X86_SET(k, TB_TYPE_F32, f32, NULL);
     TB_X86_SET(k, TB_TYPE_F16, f16, NULL);
     TB_X86_SET(k, TB_TYPE_BF16, bf16, NULL);

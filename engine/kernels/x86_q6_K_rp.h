@@ -258,5 +258,152 @@ static bool gemm_q6_K_rp(const void *W, size_t ws, const void *A, size_t as, int
     return true;
 }
 
-#endif /* __AVX512VNNI__ */
+#elif !defined(__AVX512F__)
+
+/* ---------------------------------------------------------------------- */
+/* AVX2: 8 rows per group                                                   */
+/* ---------------------------------------------------------------------- */
+
+/* Included by tier_avx2.c after x86_q4_0_rp.h (q4rp8_store). The AVX-512
+ * layout's fields at half width, one block of a group of 8 rows in 1680
+ * bytes = 8 x 210 (the copy is the file's size, rows padded to 8):
+ *   sc  4 chunks of 32 bytes: lane k holds int8 scales 4w..4w+3 of row k
+ *   t   16 x 3 chunks of 32 bytes, as t[c][0..2] of the 16-row layout
+ *   d   rows 0..7 (fp16)
+ * Without VNNI the sums go through int16: a code is 0..63, so a vpmaddubsw
+ * pair is |.| <= 2 * 63 * 128 = 16128 and two chunks' pairs (8 elements of
+ * a sub-block) sum below 2^15; each such sum meets its row's scale in a
+ * vpmaddwd (sc_j sign-extended into both words of the row's lane by one
+ * vpshufb and one vpsraw), and the code offset is taken out per block:
+ *   S = sum_j sc_j P_j - 32 sum_j sc_j bsum_j      (the block's integer dot)
+ * |sum_j sc_j P_j| <= 16 * 128 * 16 * 63 * 128 < 2^29, so no overflow.
+ * gemm runs the same body once per token, so gemm == matvec bit for bit. */
+#define TB_Q6KRP8_ROWS 8
+#define TB_Q6K_RP8_MAXNB 64   /* rows of more than 16384 columns use the file layout */
+typedef struct {
+    uint8_t sc[4][32];
+    uint8_t t[16][3][32];
+    tb_fp16_t d[TB_Q6KRP8_ROWS];
+} q6_K_grp8;
+static_assert(sizeof(q6_K_grp8) == TB_Q6KRP8_ROWS * sizeof(block_q6_K), "q6_K_grp8 size");
+
+/* Rows of W into 8-row groups, (groups, blocks) order; missing rows of the
+ * last group are zero (d = 0: their lanes compute 0 and are never stored). */
+static void repack_q6_K_8(const void *W, size_t ws, int64_t rows, int64_t n, void *out) {
+    const int64_t nb = n / QK_K, ng = (rows + TB_Q6KRP8_ROWS - 1) / TB_Q6KRP8_ROWS;
+    q6_K_grp8 *G = out;   // (ng, nb)
+    for (int64_t g = 0; g < ng; g++)
+        for (int64_t i = 0; i < nb; i++) {
+            q6_K_grp8 *o = &G[g * nb + i];
+            memset(o, 0, sizeof *o);
+            for (int k = 0; k < TB_Q6KRP8_ROWS && g * TB_Q6KRP8_ROWS + k < rows; k++) {
+                const block_q6_K *x =
+                    (const block_q6_K *)((const uint8_t *)W + (size_t)(g * TB_Q6KRP8_ROWS + k) * ws) + i;
+                for (int j = 0; j < 32; j++)   /* ql chunk j: half j / 16, first or second 32 bytes */
+                    memcpy(&o->t[8 * (j / 16) + j % 8][1 + (j % 16) / 8][4 * k], &x->ql[4 * j], 4);
+                for (int j = 0; j < 16; j++) memcpy(&o->t[j][0][4 * k], &x->qh[4 * j], 4);
+                for (int j = 0; j < 4; j++) memcpy(&o->sc[j][4 * k], &x->scales[4 * j], 4);
+                o->d[k] = x->d;
+            }
+        }
+}
+
+/* Scale j of every row, sign-extended into both int16 words of its lane. */
+TB_INLINE __m256i q6krp8_scale(const q6_K_grp8 *x, int j) {
+    const int b = j % 4;
+    const __m256i sh = _mm256_setr_epi8(-128, b, -128, b, -128, 4 + b, -128, 4 + b, -128, 8 + b, -128, 8 + b,
+                                        -128, 12 + b, -128, 12 + b, -128, b, -128, b, -128, 4 + b, -128, 4 + b,
+                                        -128, 8 + b, -128, 8 + b, -128, 12 + b, -128, 12 + b);
+    return _mm256_srai_epi16(_mm256_shuffle_epi8(_mm256_loadu_si256((const __m256i *)x->sc[j / 4]), sh), 8);
+}
+
+/* One group of 8 rows (nb blocks at G) times one activation a: the 8 rows'
+ * results. Quarter (h, qq) of a block is chunks 8h + 4qq .. + 3: 16
+ * elements of each of the sub-blocks 8h + qq + {0, 2, 4, 6}, summed two
+ * chunks at a time. */
+TB_INLINE __m256 dot_q6_K_grp8(const q6_K_grp8 *G, int64_t nb, const block_q8_K *a) {
+    __m256 acc = _mm256_setzero_ps();
+    const __m256i m0f = _mm256_set1_epi8(0x0F), m30 = _mm256_set1_epi8(0x30);
+    const uint32_t pf = tb_pf_bytes;
+    for (int64_t i = 0; i < nb; i++) {
+        const q6_K_grp8 *x = &G[i];
+        tb_pf_block(x, sizeof *x, pf);
+        const int8_t *y = a[i].qs;
+        __m256i S = _mm256_setzero_si256(), C = _mm256_setzero_si256();   /* (8) i32: sum sc P, sum sc bsum */
+        TB_UNROLL
+        for (int h = 0; h < 2; h++)
+            TB_UNROLL
+            for (int qq = 0; qq < 2; qq++) {
+                __m256i sw[4];   /* scales of sub-blocks 8h + qq + 2u */
+                TB_UNROLL
+                for (int u = 0; u < 4; u++) {
+                    const int j = 8 * h + qq + 2 * u;
+                    sw[u] = q6krp8_scale(x, j);
+                    C = _mm256_add_epi32(C, _mm256_madd_epi16(sw[u], _mm256_set1_epi32((uint16_t)a[i].bsums[j])));
+                }
+                TB_UNROLL
+                for (int pr = 0; pr < 2; pr++) {
+                    __m256i P[4] = {_mm256_setzero_si256(), _mm256_setzero_si256(), _mm256_setzero_si256(),
+                                    _mm256_setzero_si256()};   /* (16) i16 per sub-block */
+                    TB_UNROLL
+                    for (int cc = 2 * pr; cc < 2 * pr + 2; cc++) {
+                        const int c8 = 4 * qq + cc;
+                        const __m256i qh = _mm256_loadu_si256((const __m256i *)x->t[8 * h + c8][0]);
+                        const __m256i la = _mm256_loadu_si256((const __m256i *)x->t[8 * h + c8][1]);
+                        const __m256i lb = _mm256_loadu_si256((const __m256i *)x->t[8 * h + c8][2]);
+                        __m256i v[4];   /* codes of elements 128h + 32u + 4 c8 + b */
+                        v[0] = _mm256_or_si256(_mm256_and_si256(la, m0f), _mm256_and_si256(_mm256_slli_epi16(qh, 4), m30));
+                        v[1] = _mm256_or_si256(_mm256_and_si256(lb, m0f), _mm256_and_si256(_mm256_slli_epi16(qh, 2), m30));
+                        v[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(la, 4), m0f), _mm256_and_si256(qh, m30));
+                        v[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(lb, 4), m0f),
+                                               _mm256_and_si256(_mm256_srli_epi16(qh, 2), m30));
+                        TB_UNROLL
+                        for (int u = 0; u < 4; u++) {
+                            P[u] = _mm256_add_epi16(P[u], _mm256_maddubs_epi16(v[u], _mm256_set1_epi32(
+                                                                  ld32(y + 128 * h + 32 * u + 4 * c8))));
+                            TB_CHAIN(P[u]);
+                        }
+                    }
+                    TB_UNROLL
+                    for (int u = 0; u < 4; u++) S = _mm256_add_epi32(S, _mm256_madd_epi16(P[u], sw[u]));
+                }
+            }
+        S = _mm256_sub_epi32(S, _mm256_slli_epi32(C, 5));
+        const __m256 dx = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)x->d));   /* (8) */
+        acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(S), _mm256_mul_ps(dx, _mm256_set1_ps(a[i].d)), acc);
+    }
+    return acc;
+}
+
+/* y[r] = W[r]·a for r in [r0, r1) on the 8-row copy; false when W has none
+ * or its rows are too long (the caller runs the file layout). */
+static bool matvec_q6_K_rp8(const void *W, size_t ws, const void *a, float *y, int64_t r0, int64_t r1,
+                            int64_t n) {
+    const int64_t nb = n / QK_K;
+    if (r0 >= r1) return true;
+    if (nb > TB_Q6K_RP8_MAXNB) return false;
+    const q6_K_grp8 *G = tb_repack_lookup(W, ws, TB_ISA_AVX2, TB_TYPE_Q6_K);
+    if (!G) return false;
+    for (int64_t g = r0 / TB_Q6KRP8_ROWS; g * TB_Q6KRP8_ROWS < r1; g++)
+        q4rp8_store(y, g, r0, r1, dot_q6_K_grp8(G + g * nb, nb, a));
+    return true;
+}
+
+/* Y[t * ldy + r] = W[r]·A[t] on the 8-row copy, the matvec body once per
+ * token (a group row, 13 KB at 2048 columns, stays in L1 between them). */
+static bool gemm_q6_K_rp8(const void *W, size_t ws, const void *A, size_t as, int64_t nt, float *Y,
+                          int64_t ldy, int64_t r0, int64_t r1, int64_t n) {
+    const int64_t nb = n / QK_K;
+    if (r0 >= r1) return true;
+    if (nb > TB_Q6K_RP8_MAXNB) return false;
+    const q6_K_grp8 *G = tb_repack_lookup(W, ws, TB_ISA_AVX2, TB_TYPE_Q6_K);
+    if (!G) return false;
+    for (int64_t g = r0 / TB_Q6KRP8_ROWS; g * TB_Q6KRP8_ROWS < r1; g++)
+        for (int64_t t = 0; t < nt; t++)
+            q4rp8_store(Y + t * ldy, g, r0, r1,
+                        dot_q6_K_grp8(G + g * nb, nb, (const block_q8_K *)((const uint8_t *)A + (size_t)t * as)));
+    return true;
+}
+
+#endif /* __AVX512VNNI__ / AVX2 */
 #endif
