@@ -150,13 +150,20 @@ int64_t tb_lin_cut_units(const tb_lin_job_t *jobs, int n_jobs, int k, int nth) {
  * per row and token), so the tiling changes no result. */
 #define GEMM_TILE_BYTES 131072
 #define GEMM_TILE_TOK 64
+static int64_t gemm_tile_bytes = GEMM_TILE_BYTES, gemm_tile_tok = GEMM_TILE_TOK;
+
+void tb_lin_set_gemm_tile(int64_t tile_bytes, int64_t tile_tok) {
+    gemm_tile_bytes = tile_bytes > 0 ? tile_bytes : GEMM_TILE_BYTES;
+    gemm_tile_tok = tile_tok > 0 ? tile_tok : GEMM_TILE_TOK;
+}
+
 static void lin_gemm_tiled(const tb_type_kernels_t *k, const uint8_t *W, size_t rb, const tb_lin_job_t *J,
                            float *Y, int64_t r0, int64_t r1) {
-    const int64_t tile = TB_MAX(ROW_ALIGN, (int64_t)(GEMM_TILE_BYTES / rb) / ROW_ALIGN * ROW_ALIGN);
+    const int64_t tile = TB_MAX(ROW_ALIGN, (int64_t)(gemm_tile_bytes / (int64_t)rb) / ROW_ALIGN * ROW_ALIGN);
     for (int64_t a = r0; a < r1;) {
         const int64_t b = TB_MIN(r1, (a / tile + 1) * tile);   /* (b - a) rows */
-        for (int64_t t = 0; t < J->n_tok; t += GEMM_TILE_TOK) {
-            const int64_t nt = TB_MIN(GEMM_TILE_TOK, J->n_tok - t);
+        for (int64_t t = 0; t < J->n_tok; t += gemm_tile_tok) {
+            const int64_t nt = TB_MIN(gemm_tile_tok, J->n_tok - t);
             k->gemm(W, rb, (const uint8_t *)J->a + (size_t)t * J->a_stride, J->a_stride, nt, Y + t * J->ldy,
                     J->ldy, a, b, J->w->n_in);
         }

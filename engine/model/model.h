@@ -269,6 +269,13 @@ void tb_lin_prologue(const tb_lin_pro_t *p, int ith, int nth);
 typedef struct tb_lin_pro_claim { _Atomic int64_t next, done; } tb_lin_pro_claim_t;
 void tb_lin_pro_claim_run(tb_lin_pro_claim_t *c, const tb_lin_pro_t *p, int nth);
 
+/* The gemm tiling of prefill passes (linear.c): row tiles of about
+ * tile_bytes of weights (at least one 16-row unit) and token slices of
+ * tile_tok; 0, 0 restores the defaults (128 KB, 64 tokens). For tests,
+ * which shrink the tiles so that small models cross their edges: set it
+ * while no pass runs. */
+void tb_lin_set_gemm_tile(int64_t tile_bytes, int64_t tile_tok);
+
 /* ---- sched.c: dynamic split of a pass's units -------------------------- */
 
 #define TB_SCHED_MAX_THREADS 512      /* = tb_pool_new's limit */

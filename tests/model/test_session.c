@@ -3,7 +3,8 @@
  *  - greedy 64-token continuations identical for 1 and 2 threads, and for
  *    batched prefill vs token-by-token decode (and the final logits
  *    bit-identical), for maple-tiny, llama-tiny and moe-tiny;
- *  - prefill logits (all rows) bit-identical to decode logits row by row;
+ *  - prefill logits (all rows) bit-identical to decode logits row by row,
+ *    also with the prefill gemms cut into the smallest tiles;
  *  - llama-tiny Q4_0 / Q8_0 / F16 / BF16 (Wo and ffn_down cut into column
  *    slices, so a 2-thread decode runs the split two-pass layers; F16 and
  *    BF16 on f32 activations) and maple-tiny Q4_0 /
@@ -25,6 +26,7 @@
 #include <string.h>
 
 #include "helpers.h"
+#include "model/model.h"   /* tb_lin_set_gemm_tile */
 
 #define N_PROMPT 24
 #define N_GEN 64
@@ -144,6 +146,18 @@ static void test_split_decode_moe(void **st) { (void)st; split_decode_equal("moe
 
 static void test_prefill_rows_maple(void **st) { (void)st; prefill_rows_equal_decode("maple-tiny", 2); }
 static void test_prefill_rows_moe(void **st) { (void)st; prefill_rows_equal_decode("moe-tiny", 2); }
+
+/* The same with the prefill gemms cut into the smallest tiles (one 16-row
+ * unit of rows, 2 tokens), so a tiny model's passes cross many tile edges
+ * and odd token tails: a tiling that dropped, repeated or misplaced rows
+ * or tokens would change logits. */
+static void prefill_rows_tiled(const char *preset) {
+    tb_lin_set_gemm_tile(1, 2);
+    prefill_rows_equal_decode(preset, 2);
+    tb_lin_set_gemm_tile(0, 0);
+}
+static void test_prefill_rows_tiled_llama(void **st) { (void)st; prefill_rows_tiled("llama-tiny"); }
+static void test_prefill_rows_tiled_moe(void **st) { (void)st; prefill_rows_tiled("moe-tiny"); }
 
 static void test_kv_f16_close(void **st) {
     (void)st;
@@ -324,6 +338,8 @@ int main(void) {
         cmocka_unit_test(test_greedy_moe),
         cmocka_unit_test(test_prefill_rows_maple),
         cmocka_unit_test(test_prefill_rows_moe),
+        cmocka_unit_test(test_prefill_rows_tiled_llama),
+        cmocka_unit_test(test_prefill_rows_tiled_moe),
         cmocka_unit_test(test_split_decode_q4_0),
         cmocka_unit_test(test_split_decode_q8_0),
         cmocka_unit_test(test_split_decode_f16),
