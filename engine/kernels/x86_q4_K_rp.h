@@ -31,6 +31,30 @@
 
 #if defined(__AVX512VNNI__) || !defined(__AVX512F__)
 
+/* Rows of W (file layout, stride ws, n columns) into groups of R rows,
+ * (group, block) order, a group block being d[R], dmin[R] (fp16), 3 scale
+ * chunks and 32 code chunks of 4R bytes (lane k: 4 bytes of row k): the
+ * AVX-512 (R = 16, q4_K_grp) and AVX2 (R = 8, q4_K_grp8) layouts. Missing
+ * rows of the last group are zero (d = dmin = 0: their lanes compute 0 and
+ * are never stored). */
+TB_INLINE void repack_q4_K_rows(const void *W, size_t ws, int64_t rows, int64_t n, void *out, int R) {
+    const int64_t nb = n / QK_K, ng = (rows + R - 1) / R;
+    const size_t gb = (size_t)R * sizeof(block_q4_K), cw = 4 * (size_t)R;   /* group block, chunk */
+    for (int64_t g = 0; g < ng; g++)
+        for (int64_t i = 0; i < nb; i++) {
+            uint8_t *o = (uint8_t *)out + (size_t)(g * nb + i) * gb;
+            uint8_t *sc = o + 4 * (size_t)R, *q = sc + 3 * cw;
+            memset(o, 0, gb);
+            for (int k = 0; k < R && g * R + k < rows; k++) {
+                const block_q4_K *x = (const block_q4_K *)((const uint8_t *)W + (size_t)(g * R + k) * ws) + i;
+                memcpy(o + 2 * k, &x->d, 2);
+                memcpy(o + 2 * (size_t)R + 2 * k, &x->dmin, 2);
+                for (int w = 0; w < 3; w++) memcpy(sc + w * cw + 4 * k, &x->scales[4 * w], 4);
+                for (int j = 0; j < 32; j++) memcpy(q + j * cw + 4 * k, &x->qs[4 * j], 4);
+            }
+        }
+}
+
 /* ---------------------------------------------------------------------- */
 /* Activation prep                                                          */
 /* ---------------------------------------------------------------------- */
@@ -102,25 +126,9 @@ typedef struct {
 static_assert(sizeof(q4_K_grp) == TB_Q4KRP_ROWS * sizeof(block_q4_K), "q4_K_grp size");
 static_assert(offsetof(q4_K_grp, q) % 64 == 0, "q4_K_grp code chunks on cache lines");
 
-/* Repack `rows` rows of W (file layout, stride ws, n columns) into groups
- * of 16, (groups, blocks) order; missing rows of the last group are zero
- * (d = dmin = 0: their lanes compute 0 and are never stored). */
+/* Repack `rows` rows of W into groups of 16 (repack_q4_K_rows). */
 static void repack_q4_K(const void *W, size_t ws, int64_t rows, int64_t n, void *out) {
-    const int64_t nb = n / QK_K, ng = (rows + TB_Q4KRP_ROWS - 1) / TB_Q4KRP_ROWS;
-    q4_K_grp *G = out;   // (ng, nb)
-    for (int64_t g = 0; g < ng; g++)
-        for (int64_t i = 0; i < nb; i++) {
-            q4_K_grp *o = &G[g * nb + i];
-            memset(o, 0, sizeof *o);
-            for (int k = 0; k < TB_Q4KRP_ROWS && g * TB_Q4KRP_ROWS + k < rows; k++) {
-                const block_q4_K *x =
-                    (const block_q4_K *)((const uint8_t *)W + (size_t)(g * TB_Q4KRP_ROWS + k) * ws) + i;
-                o->d[k] = x->d;
-                o->dmin[k] = x->dmin;
-                for (int w = 0; w < 3; w++) memcpy(&o->sc[w][4 * k], &x->scales[4 * w], 4);
-                for (int j = 0; j < 32; j++) memcpy(&o->q[j][4 * k], &x->qs[4 * j], 4);
-            }
-        }
+    repack_q4_K_rows(W, ws, rows, n, out, TB_Q4KRP_ROWS);
 }
 
 /* ---------------------------------------------------------------------- */
@@ -341,25 +349,9 @@ typedef struct {
 static_assert(sizeof(q4_K_grp8) == TB_Q4KRP8_ROWS * sizeof(block_q4_K), "q4_K_grp8 size");
 static_assert(offsetof(q4_K_grp8, q) % 64 == 0, "q4_K_grp8 code chunks on cache lines");
 
-/* Repack `rows` rows of W (file layout, stride ws, n columns) into groups
- * of 8, (groups, blocks) order; missing rows of the last group are zero
- * (d = dmin = 0: their lanes compute 0 and are never stored). */
+/* Repack `rows` rows of W into groups of 8 (repack_q4_K_rows). */
 static void repack_q4_K_8(const void *W, size_t ws, int64_t rows, int64_t n, void *out) {
-    const int64_t nb = n / QK_K, ng = (rows + TB_Q4KRP8_ROWS - 1) / TB_Q4KRP8_ROWS;
-    q4_K_grp8 *G = out;   // (ng, nb)
-    for (int64_t g = 0; g < ng; g++)
-        for (int64_t i = 0; i < nb; i++) {
-            q4_K_grp8 *o = &G[g * nb + i];
-            memset(o, 0, sizeof *o);
-            for (int k = 0; k < TB_Q4KRP8_ROWS && g * TB_Q4KRP8_ROWS + k < rows; k++) {
-                const block_q4_K *x =
-                    (const block_q4_K *)((const uint8_t *)W + (size_t)(g * TB_Q4KRP8_ROWS + k) * ws) + i;
-                o->d[k] = x->d;
-                o->dmin[k] = x->dmin;
-                for (int w = 0; w < 3; w++) memcpy(&o->sc[w][4 * k], &x->scales[4 * w], 4);
-                for (int j = 0; j < 32; j++) memcpy(&o->q[j][4 * k], &x->qs[4 * j], 4);
-            }
-        }
+    repack_q4_K_rows(W, ws, rows, n, out, TB_Q4KRP8_ROWS);
 }
 
 /* The scales of block x of a group: sw[j] = sc_j in both int16 words of

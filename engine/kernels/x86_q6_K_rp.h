@@ -31,6 +31,17 @@
 
 #include "kernels/x86_common.h"
 
+/* One row's block x into a group block's code chunks of cw = 4R bytes (lane
+ * k): sc, 4 chunks of scales; t, 16 x 3 chunks (qh, ql low half, ql high
+ * half of chunk c, as the layouts below describe): the AVX-512 (R = 16)
+ * and AVX2 (R = 8) layouts. */
+TB_INLINE void q6k_codes_row(uint8_t *sc, uint8_t *t, size_t cw, int k, const block_q6_K *x) {
+    for (int j = 0; j < 32; j++)   /* ql chunk j: half j / 16, first or second 32 bytes */
+        memcpy(t + (size_t)(3 * (8 * (j / 16) + j % 8) + 1 + (j % 16) / 8) * cw + 4 * k, &x->ql[4 * j], 4);
+    for (int j = 0; j < 16; j++) memcpy(t + (size_t)(3 * j) * cw + 4 * k, &x->qh[4 * j], 4);
+    for (int j = 0; j < 4; j++) memcpy(sc + (size_t)j * cw + 4 * k, &x->scales[4 * j], 4);
+}
+
 #if defined(__AVX512VNNI__)
 
 /* ---------------------------------------------------------------------- */
@@ -89,10 +100,7 @@ static void repack_q6_K(const void *W, size_t ws, int64_t rows, int64_t n, void 
         const block_q6_K *x = (const block_q6_K *)((const uint8_t *)W + (size_t)r * ws);   // (nb)
         for (int64_t i = 0; i < nb; i++) {
             q6_K_codes *c = (q6_K_codes *)(grp + q6krp_codes_at(i));
-            for (int j = 0; j < 32; j++)   /* ql chunk j: half j / 16, first or second 32 bytes */
-                memcpy(&c->t[8 * (j / 16) + j % 8][1 + (j % 16) / 8][4 * k], &x[i].ql[4 * j], 4);
-            for (int j = 0; j < 16; j++) memcpy(&c->t[j][0][4 * k], &x[i].qh[4 * j], 4);
-            for (int j = 0; j < 4; j++) memcpy(&c->sc[j][4 * k], &x[i].scales[4 * j], 4);
+            q6k_codes_row(c->sc[0], c->t[0][0], sizeof c->sc[0], k, &x[i]);
             memcpy(grp + q6krp_d_at(i) + sizeof(tb_fp16_t) * (size_t)k, &x[i].d, sizeof(tb_fp16_t));
         }
     }
@@ -299,10 +307,7 @@ static void repack_q6_K_8(const void *W, size_t ws, int64_t rows, int64_t n, voi
             for (int k = 0; k < TB_Q6KRP8_ROWS && g * TB_Q6KRP8_ROWS + k < rows; k++) {
                 const block_q6_K *x =
                     (const block_q6_K *)((const uint8_t *)W + (size_t)(g * TB_Q6KRP8_ROWS + k) * ws) + i;
-                for (int j = 0; j < 32; j++)   /* ql chunk j: half j / 16, first or second 32 bytes */
-                    memcpy(&o->t[8 * (j / 16) + j % 8][1 + (j % 16) / 8][4 * k], &x->ql[4 * j], 4);
-                for (int j = 0; j < 16; j++) memcpy(&o->t[j][0][4 * k], &x->qh[4 * j], 4);
-                for (int j = 0; j < 4; j++) memcpy(&o->sc[j][4 * k], &x->scales[4 * j], 4);
+                q6k_codes_row(o->sc[0], o->t[0][0], sizeof o->sc[0], k, x);
                 o->d[k] = x->d;
             }
         }

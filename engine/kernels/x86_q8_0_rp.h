@@ -26,6 +26,40 @@
 
 #include "kernels/x86_common.h"
 
+/* Rows of W (file layout, stride ws, n columns) into groups of R rows,
+ * (group, block) order, a group block being 8 chunks of 4R bytes (lane k:
+ * qs[4c..4c+3] of row k, each byte xor 0x80) then R fp16 d: the AVX-512
+ * (R = 16) and AVX2 (R = 8) layouts. Missing rows of the last group are
+ * codes 0x80 (w = 0) with d = 0 (their lanes compute 0 and are never
+ * stored). Each row is read once in order; its group's blocks are the only
+ * bytes written meanwhile. */
+TB_INLINE void repack_q8_0_rows(const void *W, size_t ws, int64_t rows, int64_t n, void *out, int R) {
+    const int64_t nb = n / QK8_0, ng = (rows + R - 1) / R;
+    const size_t gb = (size_t)R * sizeof(block_q8_0);   /* bytes of one group block */
+    for (int64_t g = 0; g < ng; g++) {
+        uint8_t *og = (uint8_t *)out + (size_t)(g * nb) * gb;   // (nb, 8, R, 4) codes + (R) d per block
+        const int kn = (int)TB_MIN(R, rows - g * R);
+        if (kn < R)   /* full groups: every byte is written below */
+            for (int64_t i = 0; i < nb; i++) {
+                memset(og + (size_t)i * gb, 0x80, 32 * (size_t)R);
+                memset(og + (size_t)i * gb + 32 * (size_t)R, 0, 2 * (size_t)R);
+            }
+        for (int k = 0; k < kn; k++) {
+            const block_q8_0 *x = (const block_q8_0 *)((const uint8_t *)W + (size_t)(g * R + k) * ws);   // (nb)
+            for (int64_t i = 0; i < nb; i++) {
+                uint8_t *o = og + (size_t)i * gb;
+                uint32_t v[8];
+                memcpy(v, x[i].qs, sizeof v);
+                for (int c = 0; c < 8; c++) {
+                    const uint32_t u = v[c] ^ 0x80808080u;
+                    memcpy(o + 4 * R * c + 4 * k, &u, 4);
+                }
+                memcpy(o + 32 * R + 2 * k, &x[i].d, 2);
+            }
+        }
+    }
+}
+
 #if defined(__AVX512VNNI__)
 
 #define TB_Q8RP_ROWS 16
@@ -49,35 +83,9 @@ typedef struct {
 } q8_0_grp;
 static_assert(sizeof(q8_0_grp) == TB_Q8RP_ROWS * sizeof(block_q8_0), "q8_0_grp size");
 
-/* Repack `rows` rows of W (file layout, stride ws, n columns) into 16-row
- * groups; missing rows of the last group are codes 0x80 (w = 0) with d = 0
- * (their lanes compute 0 and are never stored). Each row is read once in
- * order; its group's blocks (544 nb bytes) are the only bytes written
- * meanwhile. */
+/* Repack `rows` rows of W into 16-row groups (repack_q8_0_rows). */
 static void repack_q8_0(const void *W, size_t ws, int64_t rows, int64_t n, void *out) {
-    const int64_t nb = n / QK8_0, ng = (rows + TB_Q8RP_ROWS - 1) / TB_Q8RP_ROWS;
-    for (int64_t g = 0; g < ng; g++) {
-        q8_0_grp *og = (q8_0_grp *)out + g * nb;   // (nb) group blocks
-        const int kn = (int)TB_MIN(TB_Q8RP_ROWS, rows - g * TB_Q8RP_ROWS);
-        if (kn < TB_Q8RP_ROWS) {   /* full groups: every byte is written below */
-            q8_0_grp pad;
-            memset(pad.q, 0x80, sizeof pad.q);
-            memset(pad.d, 0, sizeof pad.d);
-            for (int64_t i = 0; i < nb; i++) og[i] = pad;
-        }
-        for (int k = 0; k < kn; k++) {
-            const block_q8_0 *x = (const block_q8_0 *)((const uint8_t *)W + (size_t)(g * TB_Q8RP_ROWS + k) * ws);   // (nb)
-            for (int64_t i = 0; i < nb; i++) {
-                uint32_t v[8];
-                memcpy(v, x[i].qs, sizeof v);
-                for (int c = 0; c < 8; c++) {
-                    const uint32_t u = v[c] ^ 0x80808080u;
-                    memcpy(&og[i].q[c][4 * k], &u, 4);
-                }
-                og[i].d[k] = x[i].d;
-            }
-        }
-    }
+    repack_q8_0_rows(W, ws, rows, n, out, TB_Q8RP_ROWS);
 }
 
 /* ---------------------------------------------------------------------- */
@@ -197,27 +205,8 @@ typedef struct {
 } q8_0_grp8;
 static_assert(sizeof(q8_0_grp8) == TB_Q8RP8_ROWS * sizeof(block_q8_0), "q8_0_grp8 size");
 
-/* Rows of W into 8-row groups; missing rows of the last group are codes
- * 0x80 (w = 0) with d = 0 (their lanes compute 0 and are never stored). */
 static void repack_q8_0_8(const void *W, size_t ws, int64_t rows, int64_t n, void *out) {
-    const int64_t nb = n / QK8_0, ng = (rows + TB_Q8RP8_ROWS - 1) / TB_Q8RP8_ROWS;
-    for (int64_t g = 0; g < ng; g++) {
-        q8_0_grp8 *og = (q8_0_grp8 *)out + g * nb;   // (nb)
-        const int kn = (int)TB_MIN(TB_Q8RP8_ROWS, rows - g * TB_Q8RP8_ROWS);
-        if (kn < TB_Q8RP8_ROWS)
-            for (int64_t i = 0; i < nb; i++) {
-                memset(og[i].q, 0x80, sizeof og[i].q);
-                memset(og[i].d, 0, sizeof og[i].d);
-            }
-        for (int k = 0; k < kn; k++) {
-            const block_q8_0 *x = (const block_q8_0 *)((const uint8_t *)W + (size_t)(g * TB_Q8RP8_ROWS + k) * ws);
-            for (int64_t i = 0; i < nb; i++) {
-                for (int c = 0; c < 8; c++)
-                    for (int b = 0; b < 4; b++) og[i].q[c][4 * k + b] = (uint8_t)x[i].qs[4 * c + b] ^ 0x80;
-                og[i].d[k] = x[i].d;
-            }
-        }
-    }
+    repack_q8_0_rows(W, ws, rows, n, out, TB_Q8RP8_ROWS);
 }
 
 /* One group of 8 rows (nb blocks at G) times nt activations a[t] (pa[t]
