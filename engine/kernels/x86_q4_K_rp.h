@@ -1,8 +1,9 @@
 /*
  * x86_q4_K_rp.h — Q4_K x Q8_K on a load-time repacked copy of the weights:
- * 16 rows interleaved per 256-element block (AVX-512 VNNI).
+ * 16 rows interleaved per 256-element block (AVX-512 VNNI), and 8 rows on
+ * the AVX2 tier (its own section at the end, q4_K_grp8).
  *
- * Included by tier_avx512.c after x86_common.h. Follows the TQ2_0 and Q4_0
+ * Included by tier_avx512.c and tier_avx2.c after x86_common.h. Follows the TQ2_0 and Q4_0
  * repacked paths (x86_ternary.h, x86_q4_0_rp.h): each int32 lane of a ZMM
  * is one weight row, so one vpdpbusd with a broadcast activation dword
  * accumulates 4 elements of 16 rows, and the per-block work (6-bit scale

@@ -1,8 +1,9 @@
 /*
  * x86_q6_K_rp.h — Q6_K x Q8_K on a load-time repacked copy of the weights:
- * 16 rows interleaved per 256-element block (AVX-512 VNNI).
+ * 16 rows interleaved per 256-element block (AVX-512 VNNI), and 8 rows on
+ * the AVX2 tier (its own section at the end, q6_K_grp8).
  *
- * Included by tier_avx512.c after x86_common.h. Q6_K is the head (output)
+ * Included by tier_avx512.c and tier_avx2.c after x86_common.h. Q6_K is the head (output)
  * format llama.cpp's quantizer writes for every other type, so it decides
  * the head's speed of most files people download. The file-layout kernel
  * (x86_kquant.h) reduces every row horizontally and rebuilds the scales per

@@ -1,8 +1,9 @@
 /*
  * x86_q8_0_rp.h — Q8_0 x Q8_0 on a load-time repacked copy of the weights
- * (AVX-512 VNNI tier): 16 rows interleaved per 32-element block.
+ * (AVX-512 VNNI tier): 16 rows interleaved per 32-element block; the AVX2
+ * tier's 8-row copy is the section at the end (q8_0_grp8).
  *
- * Included by tier_avx512.c after x86_common.h. Follows the repacked Q4_0
+ * Included by tier_avx512.c and tier_avx2.c after x86_common.h. Follows the repacked Q4_0
  * path (x86_q4_0_rp.h): each int32 lane of a ZMM is one weight row, so one
  * vpdpbusd with a broadcast activation dword accumulates 4 elements of 16
  * rows, and the per-block float work (convert, scale, FMA) is shared by 16
