@@ -250,53 +250,10 @@ TB_INLINE void dot_q8_0_grp8(int nt, const q8_0_grp8 *G, int64_t nb, const block
     for (int t = 0; t < nt; t++) out[t] = acc[t];
 }
 
-/* matvec / gemm on the 8-row copy; false when W has none or its rows are
- * too long (the caller runs the file layout). */
-static bool matvec_q8_0_rp8(const void *W, size_t ws, const void *a, float *y, int64_t r0, int64_t r1,
-                            int64_t n) {
-    const int64_t nb = n / QK8_0;
-    if (r0 >= r1) return true;
-    if (nb > TB_Q4RP_MAXNB) return false;
-    const q8_0_grp8 *G = tb_repack_lookup(W, ws, TB_ISA_AVX2, TB_TYPE_Q8_0);
-    if (!G) return false;
-    q4rp_act_t pa0[TB_Q4RP_MAXNB];   // (nb) 8 KiB
-    const block_q8_0 *aa[1] = {a};
-    const q4rp_act_t *pa[1] = {pa0};
-    prep_q4_0_rp(a, nb, pa0);
-    for (int64_t g = r0 / TB_Q8RP8_ROWS; g * TB_Q8RP8_ROWS < r1; g++) {
-        __m256 o[TB_Q8RP8_NT];
-        dot_q8_0_grp8(1, G + g * nb, nb, aa, pa, o);
-        q4rp8_store(y, g, r0, r1, o[0]);
-    }
-    return true;
-}
-
-static bool gemm_q8_0_rp8(const void *W, size_t ws, const void *A, size_t as, int64_t nt, float *Y,
-                          int64_t ldy, int64_t r0, int64_t r1, int64_t n) {
-    const int64_t nb = n / QK8_0;
-    if (r0 >= r1) return true;
-    if (nb > TB_Q4RP_MAXNB) return false;
-    const q8_0_grp8 *G = tb_repack_lookup(W, ws, TB_ISA_AVX2, TB_TYPE_Q8_0);
-    if (!G) return false;
-    q4rp_act_t prep[TB_Q8RP8_NT][TB_Q4RP_MAXNB];   // (TB_Q8RP8_NT, nb) 16 KiB of stack
-    for (int64_t t0 = 0; t0 < nt; t0 += TB_Q8RP8_NT) {
-        const int ntk = (int)TB_MIN(TB_Q8RP8_NT, nt - t0);
-        const block_q8_0 *aa[TB_Q8RP8_NT];
-        const q4rp_act_t *pa[TB_Q8RP8_NT];
-        for (int t = 0; t < ntk; t++) {
-            aa[t] = (const block_q8_0 *)((const uint8_t *)A + (size_t)(t0 + t) * as);
-            prep_q4_0_rp(aa[t], nb, prep[t]);
-            pa[t] = prep[t];
-        }
-        for (int64_t g = r0 / TB_Q8RP8_ROWS; g * TB_Q8RP8_ROWS < r1; g++) {
-            __m256 o[TB_Q8RP8_NT];
-            if (ntk == TB_Q8RP8_NT) dot_q8_0_grp8(TB_Q8RP8_NT, G + g * nb, nb, aa, pa, o);
-            else dot_q8_0_grp8(1, G + g * nb, nb, aa, pa, o);
-            for (int t = 0; t < ntk; t++) q4rp8_store(Y + (t0 + t) * ldy, g, r0, r1, o[t]);
-        }
-    }
-    return true;
-}
+/* matvec_q8_0_rp8 / gemm_q8_0_rp8 (TB_RP8_KERNELS, x86_q4_0_rp.h), on
+ * Q4_0's activation prep. */
+TB_RP8_KERNELS(q8_0, TB_TYPE_Q8_0, q8_0_grp8, block_q8_0, q4rp_act_t, QK8_0, TB_Q4RP_MAXNB, TB_Q8RP8_NT, prep_q4_0_rp,
+               dot_q8_0_grp8)
 
 #endif /* __AVX512VNNI__ / AVX2 */
 #endif

@@ -220,58 +220,11 @@ TB_INLINE void dot_tq2_0_grp8(int nt, const tq2_0_grp8 *G, int64_t nb, const blo
 /* matvec / gemm                                                            */
 /* ---------------------------------------------------------------------- */
 
-/* matvec and gemm of one format on its 8-row copy: y[r] = W[r]·a for r in
- * [r0, r1) (Y[t * ldy + r] = W[r]·A[t], TB_TRP8_NT tokens per pass over
- * the rows); false when W has no copy or its rows are too long (the
- * caller runs the file layout). */
-#define TB_TRP8_KERNELS(name, TYPE, GRP, DOT)                                                          \
-    static bool matvec_##name(const void *W, size_t ws, const void *a, float *y, int64_t r0,          \
-                              int64_t r1, int64_t n) {                                                \
-        const int64_t nb = n / QK_K;                                                                  \
-        if (r0 >= r1) return true;                                                                    \
-        if (nb > TB_TRP8_MAXNB) return false;                                                         \
-        const GRP *G = tb_repack_lookup(W, ws, TB_ISA_AVX2, TYPE);                                     \
-        if (!G) return false;                                                                         \
-        int32_t ns0[TB_TRP8_MAXNB];   /* (nb) */                                                      \
-        const block_q8_K *aa[1] = {a};                                                                \
-        const int32_t *ns[1] = {ns0};                                                                 \
-        prep_trp8(a, nb, ns0);                                                                        \
-        for (int64_t g = r0 / TB_TRP8_ROWS; g * TB_TRP8_ROWS < r1; g++) {                             \
-            __m256 o[TB_TRP8_NT];                                                                     \
-            DOT(1, G + g * nb, nb, aa, ns, o);                                                        \
-            q4rp8_store(y, g, r0, r1, o[0]);                                                          \
-        }                                                                                             \
-        return true;                                                                                  \
-    }                                                                                                 \
-    static bool gemm_##name(const void *W, size_t ws, const void *A, size_t as, int64_t nt, float *Y, \
-                            int64_t ldy, int64_t r0, int64_t r1, int64_t n) {                         \
-        const int64_t nb = n / QK_K;                                                                  \
-        if (r0 >= r1) return true;                                                                    \
-        if (nb > TB_TRP8_MAXNB) return false;                                                         \
-        const GRP *G = tb_repack_lookup(W, ws, TB_ISA_AVX2, TYPE);                                     \
-        if (!G) return false;                                                                         \
-        int32_t prep[TB_TRP8_NT][TB_TRP8_MAXNB];   /* (TB_TRP8_NT, nb) */                             \
-        for (int64_t t0 = 0; t0 < nt; t0 += TB_TRP8_NT) {                                             \
-            const int ntk = (int)TB_MIN(TB_TRP8_NT, nt - t0);                                         \
-            const block_q8_K *aa[TB_TRP8_NT];                                                         \
-            const int32_t *ns[TB_TRP8_NT];                                                            \
-            for (int t = 0; t < ntk; t++) {                                                           \
-                aa[t] = (const block_q8_K *)((const uint8_t *)A + (size_t)(t0 + t) * as);             \
-                prep_trp8(aa[t], nb, prep[t]);                                                        \
-                ns[t] = prep[t];                                                                      \
-            }                                                                                         \
-            for (int64_t g = r0 / TB_TRP8_ROWS; g * TB_TRP8_ROWS < r1; g++) {                         \
-                __m256 o[TB_TRP8_NT];                                                                 \
-                if (ntk == TB_TRP8_NT) DOT(TB_TRP8_NT, G + g * nb, nb, aa, ns, o);                    \
-                else if (ntk == 1) DOT(1, G + g * nb, nb, aa, ns, o);                                 \
-                else DOT(ntk, G + g * nb, nb, aa, ns, o);                                             \
-                for (int t = 0; t < ntk; t++) q4rp8_store(Y + (t0 + t) * ldy, g, r0, r1, o[t]);       \
-            }                                                                                         \
-        }                                                                                             \
-        return true;                                                                                  \
-    }
-
-TB_TRP8_KERNELS(tq2_0_rp8, TB_TYPE_TQ2_0, tq2_0_grp8, dot_tq2_0_grp8)
-TB_TRP8_KERNELS(tq1_0_rp8, TB_TYPE_TQ1_0, tq2_0_grp8, dot_tq2_0_grp8)   /* TQ1_0 repacked as 2-bit codes */
+/* matvec_tq2_0_rp8 / gemm_tq2_0_rp8 and the same for TQ1_0 (TB_RP8_KERNELS,
+ * x86_q4_0_rp.h): TB_TRP8_NT tokens per gemm pass over the rows. */
+TB_RP8_KERNELS(tq2_0, TB_TYPE_TQ2_0, tq2_0_grp8, block_q8_K, int32_t, QK_K, TB_TRP8_MAXNB, TB_TRP8_NT, prep_trp8,
+               dot_tq2_0_grp8)
+TB_RP8_KERNELS(tq1_0, TB_TYPE_TQ1_0, tq2_0_grp8, block_q8_K, int32_t, QK_K, TB_TRP8_MAXNB, TB_TRP8_NT, prep_trp8,
+               dot_tq2_0_grp8)   /* TQ1_0 repacked as 2-bit codes */
 
 #endif
