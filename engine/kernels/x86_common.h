@@ -107,6 +107,63 @@ TB_INLINE __m256i dot_u8s8_256(__m256i acc, __m256i u, __m256i s, bool vnni) {
 #define TB_X86_KERNELS(name, DOT) \
     TB_KERNELS_FROM_NT_DOT(, vec_dot_##name, matvec_##name, gemm_##name, TB_NT, DOT)
 
+/* matvec_<name> / gemm_<name> of a repacked format with R rows per group,
+ * one per lane of a VEC of results: activation rows (blocks ABLK of QK
+ * elements) are prepared once per row by PREP(a, nb, pact) into PACT[nb],
+ * and the group body is DOT(nt, G + g * nb, nb, aa, pa, o[nt]) with G the
+ * copy's GRP blocks (registered for TIER), whose lanes STORE(y, g, r0, r1,
+ * v) writes where they fall in [r0, r1). Both return false (the caller
+ * reads the file layout) when W has no copy or its rows exceed MAXNB
+ * blocks. gemm runs NT tokens per pass over each group; the tokens' preps
+ * (NT x MAXNB PACT) are on the stack. TB_RP16_KERNELS (AVX-512) and
+ * TB_RP8_KERNELS (AVX2, x86_q4_0_rp.h) instantiate it. */
+#define TB_RP_KERNELS(name, R, VEC, TIER, STORE, TYPE, GRP, ABLK, PACT, QK, MAXNB, NT, PREP, DOT)   \
+    static bool matvec_##name(const void *W, size_t ws, const void *a, float *y, int64_t r0,        \
+                              int64_t r1, int64_t n) {                                              \
+        const int64_t nb = n / (QK);                                                               \
+        if (r0 >= r1) return true;                                                                  \
+        if (nb > (MAXNB)) return false;                                                             \
+        const GRP *G = tb_repack_lookup(W, ws, TIER, TYPE);                                         \
+        if (!G) return false;                                                                       \
+        PACT pa0[MAXNB];   /* (nb) */                                                               \
+        const ABLK *aa[1] = {a};                                                                    \
+        const PACT *pa[1] = {pa0};                                                                  \
+        PREP(a, nb, pa0);                                                                           \
+        for (int64_t g = r0 / (R); g * (R) < r1; g++) {                                             \
+            VEC o[NT];                                                                              \
+            DOT(1, G + g * nb, nb, aa, pa, o);                                                      \
+            STORE(y, g, r0, r1, o[0]);                                                              \
+        }                                                                                           \
+        return true;                                                                                \
+    }                                                                                               \
+    static bool gemm_##name(const void *W, size_t ws, const void *A, size_t as, int64_t nt,        \
+                            float *Y, int64_t ldy, int64_t r0, int64_t r1, int64_t n) {             \
+        const int64_t nb = n / (QK);                                                               \
+        if (r0 >= r1) return true;                                                                  \
+        if (nb > (MAXNB)) return false;                                                             \
+        const GRP *G = tb_repack_lookup(W, ws, TIER, TYPE);                                         \
+        if (!G) return false;                                                                       \
+        PACT prep[NT][MAXNB];   /* (NT, nb) on the stack */                                         \
+        for (int64_t t0 = 0; t0 < nt; t0 += (NT)) {                                                 \
+            const int ntk = (int)TB_MIN((NT), nt - t0);                                             \
+            const ABLK *aa[NT];                                                                     \
+            const PACT *pa[NT];                                                                     \
+            for (int t = 0; t < ntk; t++) {                                                         \
+                aa[t] = (const ABLK *)((const uint8_t *)A + (size_t)(t0 + t) * as);                 \
+                PREP(aa[t], nb, prep[t]);                                                           \
+                pa[t] = prep[t];                                                                    \
+            }                                                                                       \
+            for (int64_t g = r0 / (R); g * (R) < r1; g++) {                                         \
+                VEC o[NT];                                                                          \
+                if (ntk == (NT)) DOT((NT), G + g * nb, nb, aa, pa, o);                              \
+                else if (ntk == 1) DOT(1, G + g * nb, nb, aa, pa, o);                               \
+                else DOT(ntk, G + g * nb, nb, aa, pa, o);                                           \
+                for (int t = 0; t < ntk; t++) STORE(Y + (t0 + t) * ldy, g, r0, r1, o[t]);           \
+            }                                                                                       \
+        }                                                                                           \
+        return true;                                                                                \
+    }
+
 #if defined(__AVX512F__)
 /* acc + vpdpbusd(u, the dword at p in all 16 lanes): u8 x s8 dots of
  * 4-byte groups, the activation dword taken as an embedded {1to16}
@@ -128,60 +185,15 @@ TB_INLINE __mmask16 tb_grp_mask16(int64_t g, int64_t r0, int64_t r1) {
     const int64_t lo = TB_MAX(r0 - g * 16, 0), hi = TB_MIN(r1 - g * 16, 16);
     return (__mmask16)(((1u << hi) - 1) & ~((1u << lo) - 1));
 }
-/* matvec_<fmt>_rp / gemm_<fmt>_rp of a 16-row repacked format whose
- * activation rows (blocks ABLK of QK elements) are prepared once per row by
- * PREP(a, nb, pact) into PACT[nb], and whose group body is
- * DOT(nt, G + g * nb, nb, aa, pa, o[nt]) with G the copy's GRP blocks.
- * Both return false (the caller reads the file layout) when W has no copy
- * or its rows exceed MAXNB blocks. gemm runs NT tokens per pass over each
- * group; the 16 lanes of o[t] are rows, stored under tb_grp_mask16. */
-#define TB_RP16_KERNELS(fmt, TYPE, GRP, ABLK, PACT, QK, MAXNB, NT, PREP, DOT)                      \
-    static bool matvec_##fmt##_rp(const void *W, size_t ws, const void *a, float *y, int64_t r0,   \
-                                  int64_t r1, int64_t n) {                                          \
-        const int64_t nb = n / (QK);                                                               \
-        if (r0 >= r1) return true;                                                                  \
-        if (nb > (MAXNB)) return false;                                                             \
-        const GRP *G = tb_repack_lookup(W, ws, TB_ISA_AVX512, TYPE);                                \
-        if (!G) return false;                                                                       \
-        PACT pa0[MAXNB];   /* (nb) */                                                               \
-        const ABLK *aa[1] = {a};                                                                    \
-        const PACT *pa[1] = {pa0};                                                                  \
-        PREP(a, nb, pa0);                                                                           \
-        for (int64_t g = r0 / 16; g * 16 < r1; g++) {                                               \
-            __m512 o[NT];                                                                           \
-            DOT(1, G + g * nb, nb, aa, pa, o);                                                      \
-            _mm512_mask_storeu_ps(y + g * 16, tb_grp_mask16(g, r0, r1), o[0]);                      \
-        }                                                                                           \
-        return true;                                                                                \
-    }                                                                                               \
-    static bool gemm_##fmt##_rp(const void *W, size_t ws, const void *A, size_t as, int64_t nt,    \
-                                float *Y, int64_t ldy, int64_t r0, int64_t r1, int64_t n) {         \
-        const int64_t nb = n / (QK);                                                               \
-        if (r0 >= r1) return true;                                                                  \
-        if (nb > (MAXNB)) return false;                                                             \
-        const GRP *G = tb_repack_lookup(W, ws, TB_ISA_AVX512, TYPE);                                \
-        if (!G) return false;                                                                       \
-        PACT prep[NT][MAXNB];   /* (NT, nb) on the stack */                                         \
-        for (int64_t t0 = 0; t0 < nt; t0 += (NT)) {                                                 \
-            const int ntk = (int)TB_MIN((NT), nt - t0);                                             \
-            const ABLK *aa[NT];                                                                     \
-            const PACT *pa[NT];                                                                     \
-            for (int t = 0; t < ntk; t++) {                                                         \
-                aa[t] = (const ABLK *)((const uint8_t *)A + (size_t)(t0 + t) * as);                 \
-                PREP(aa[t], nb, prep[t]);                                                           \
-                pa[t] = prep[t];                                                                    \
-            }                                                                                       \
-            for (int64_t g = r0 / 16; g * 16 < r1; g++) {                                           \
-                __m512 o[NT];                                                                       \
-                if (ntk == (NT)) DOT((NT), G + g * nb, nb, aa, pa, o);                              \
-                else if (ntk == 1) DOT(1, G + g * nb, nb, aa, pa, o);                               \
-                else DOT(ntk, G + g * nb, nb, aa, pa, o);                                           \
-                const __mmask16 m = tb_grp_mask16(g, r0, r1);                                       \
-                for (int t = 0; t < ntk; t++) _mm512_mask_storeu_ps(Y + (t0 + t) * ldy + g * 16, m, o[t]); \
-            }                                                                                       \
-        }                                                                                           \
-        return true;                                                                                \
-    }
+/* The store of a 16-row group's results: the lanes of group g (one row
+ * each) that fall in [r0, r1), to y + 16 g. */
+TB_INLINE void tb_grp_store16(float *y, int64_t g, int64_t r0, int64_t r1, __m512 v) {
+    _mm512_mask_storeu_ps(y + g * 16, tb_grp_mask16(g, r0, r1), v);
+}
+/* matvec_<fmt>_rp / gemm_<fmt>_rp of a 16-row AVX-512 repacked format
+ * (TB_RP_KERNELS, below). */
+#define TB_RP16_KERNELS(fmt, TYPE, GRP, ABLK, PACT, QK, MAXNB, NT, PREP, DOT) \
+    TB_RP_KERNELS(fmt##_rp, 16, __m512, TB_ISA_AVX512, tb_grp_store16, TYPE, GRP, ABLK, PACT, QK, MAXNB, NT, PREP, DOT)
 
 /* Row-tiled generator: DOT(nr, nt, n, s, wrows, acts). matvec takes TB_NR
  * rows per pass, gemm TB_NR_GEMM rows x TB_NT tokens; tails use smaller

@@ -251,60 +251,10 @@ TB_INLINE void q4rp8_store(float *y, int64_t g, int64_t r0, int64_t r1, __m256 v
     _mm256_maskstore_ps(y + g * TB_Q4RP8_ROWS, m, v);
 }
 
-/* matvec_<fmt>_rp8 / gemm_<fmt>_rp8 of an 8-row AVX2 copy (the AVX2
- * counterpart of TB_RP16_KERNELS, x86_common.h): activation rows (blocks
- * ABLK of QK elements) are prepared once per row by PREP(a, nb, pact) into
- * PACT[nb]; the group body is DOT(nt, G + g * nb, nb, aa, pa, o[nt]) with G
- * the copy's GRP blocks, its 8 lanes stored by q4rp8_store. Both return
- * false (the caller reads the file layout) when W has no copy or its rows
- * exceed MAXNB blocks. gemm runs NT tokens per pass over each group; the
- * tokens' preps (NT x MAXNB PACT) are on the stack. */
-#define TB_RP8_KERNELS(fmt, TYPE, GRP, ABLK, PACT, QK, MAXNB, NT, PREP, DOT)                       \
-    static bool matvec_##fmt##_rp8(const void *W, size_t ws, const void *a, float *y, int64_t r0,   \
-                                   int64_t r1, int64_t n) {                                         \
-        const int64_t nb = n / (QK);                                                                \
-        if (r0 >= r1) return true;                                                                  \
-        if (nb > (MAXNB)) return false;                                                             \
-        const GRP *G = tb_repack_lookup(W, ws, TB_ISA_AVX2, TYPE);                                  \
-        if (!G) return false;                                                                       \
-        PACT pa0[MAXNB];   /* (nb) */                                                               \
-        const ABLK *aa[1] = {a};                                                                    \
-        const PACT *pa[1] = {pa0};                                                                  \
-        PREP(a, nb, pa0);                                                                           \
-        for (int64_t g = r0 / TB_Q4RP8_ROWS; g * TB_Q4RP8_ROWS < r1; g++) {                         \
-            __m256 o[NT];                                                                           \
-            DOT(1, G + g * nb, nb, aa, pa, o);                                                      \
-            q4rp8_store(y, g, r0, r1, o[0]);                                                        \
-        }                                                                                           \
-        return true;                                                                                \
-    }                                                                                               \
-    static bool gemm_##fmt##_rp8(const void *W, size_t ws, const void *A, size_t as, int64_t nt,   \
-                                 float *Y, int64_t ldy, int64_t r0, int64_t r1, int64_t n) {        \
-        const int64_t nb = n / (QK);                                                                \
-        if (r0 >= r1) return true;                                                                  \
-        if (nb > (MAXNB)) return false;                                                             \
-        const GRP *G = tb_repack_lookup(W, ws, TB_ISA_AVX2, TYPE);                                  \
-        if (!G) return false;                                                                       \
-        PACT prep[NT][MAXNB];   /* (NT, nb) on the stack */                                         \
-        for (int64_t t0 = 0; t0 < nt; t0 += (NT)) {                                                 \
-            const int ntk = (int)TB_MIN((NT), nt - t0);                                             \
-            const ABLK *aa[NT];                                                                     \
-            const PACT *pa[NT];                                                                     \
-            for (int t = 0; t < ntk; t++) {                                                         \
-                aa[t] = (const ABLK *)((const uint8_t *)A + (size_t)(t0 + t) * as);                 \
-                PREP(aa[t], nb, prep[t]);                                                           \
-                pa[t] = prep[t];                                                                    \
-            }                                                                                       \
-            for (int64_t g = r0 / TB_Q4RP8_ROWS; g * TB_Q4RP8_ROWS < r1; g++) {                     \
-                __m256 o[NT];                                                                       \
-                if (ntk == (NT)) DOT((NT), G + g * nb, nb, aa, pa, o);                              \
-                else if (ntk == 1) DOT(1, G + g * nb, nb, aa, pa, o);                               \
-                else DOT(ntk, G + g * nb, nb, aa, pa, o);                                           \
-                for (int t = 0; t < ntk; t++) q4rp8_store(Y + (t0 + t) * ldy, g, r0, r1, o[t]);     \
-            }                                                                                       \
-        }                                                                                           \
-        return true;                                                                                \
-    }
+/* matvec_<fmt>_rp8 / gemm_<fmt>_rp8 of an 8-row AVX2 repacked format
+ * (TB_RP_KERNELS, x86_common.h). */
+#define TB_RP8_KERNELS(fmt, TYPE, GRP, ABLK, PACT, QK, MAXNB, NT, PREP, DOT) \
+    TB_RP_KERNELS(fmt##_rp8, TB_Q4RP8_ROWS, __m256, TB_ISA_AVX2, q4rp8_store, TYPE, GRP, ABLK, PACT, QK, MAXNB, NT, PREP, DOT)
 
 TB_RP8_KERNELS(q4_0, TB_TYPE_Q4_0, q4_0_grp8, block_q8_0, q4rp_act_t, QK4_0, TB_Q4RP_MAXNB, TB_Q4RP8_NT, prep_q4_0_rp,
                dot_q4_0_grp8)
