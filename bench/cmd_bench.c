@@ -40,6 +40,8 @@
 
 #define BENCH_MAX_MODELS 4
 #define PROBE_AGREE 0.15    /* a rep is settled when its probes differ by at most this share */
+#define CPU_FULL 0.85       /* a rep ran at full speed when both its CPU probes reach this share
+                               of the test's best CPU probe */
 
 typedef struct {
     const char *models[BENCH_MAX_MODELS];
@@ -62,6 +64,11 @@ typedef struct {
     double *probe;                      /* (reps, 2) the probes before and after each rep (GB/s) */
     int settled;                        /* reps whose probes agree (PROBE_AGREE)   */
     double roofline_pct_settled;        /* median over those reps; NAN when none   */
+    double *cpu;                        /* (reps, 2) the slowest thread's clock (GHz) in the CPU
+                                           probes before and after each rep        */
+    int cpu_full;                       /* reps at full speed (CPU_FULL)           */
+    double roofline_pct_cpu_full;       /* median over those reps; NAN when none   */
+    double cpu_min, cpu_max;            /* over every CPU probe of the test        */
     /* decode only (tok_n > 0): the latency of every timed token of every rep */
     size_t tok_n;                       /* tokens timed: reps x N                  */
     double tok_ms_p50, tok_ms_p90, tok_ms_p99, tok_ms_max;
@@ -207,8 +214,9 @@ static void tok_stats(const double *lat, size_t m, bench_result_t *r) {
     r->stall_pct = tb_stats_stall_pct(lat, m, TB_STALL_FACTOR);
 }
 
-/* r->settled and r->roofline_pct_settled from the reps' probes and their
- * roofline percentages pct (R). */
+/* r->settled and r->roofline_pct_settled from the reps' bandwidth probes
+ * and their roofline percentages pct (R); r->cpu_full, its median and the
+ * CPU probes' range from the CPU probes. */
 static int settled_pct(bench_result_t *r, const double *pct, int R) {
     double *ok = malloc(sizeof(double) * (size_t)(R > 0 ? R : 1));
     if (!ok) {
@@ -222,6 +230,16 @@ static int settled_pct(bench_result_t *r, const double *pct, int R) {
     }
     r->settled = m;
     r->roofline_pct_settled = m ? tb_stats_median(ok, (size_t)m) : NAN;
+    r->cpu_min = r->cpu_max = r->cpu[0];
+    for (int i = 1; i < 2 * R; i++) {
+        r->cpu_min = fmin(r->cpu_min, r->cpu[i]);
+        r->cpu_max = fmax(r->cpu_max, r->cpu[i]);
+    }
+    m = 0;
+    for (int i = 0; i < R; i++)
+        if (fmin(r->cpu[2 * i], r->cpu[2 * i + 1]) >= CPU_FULL * r->cpu_max) ok[m++] = pct[i];
+    r->cpu_full = m;
+    r->roofline_pct_cpu_full = m ? tb_stats_median(ok, (size_t)m) : NAN;
     free(ok);
     return TB_OK;
 }
@@ -244,8 +262,9 @@ static int bench_test(bench_var_t *v, int nv, const bench_opts_t *o, bool batch,
         memset(r, 0, sizeof *r);
         r->tps = calloc((size_t)R, sizeof(double));
         r->probe = calloc((size_t)R * 2, sizeof(double));
+        r->cpu = calloc((size_t)R * 2, sizeof(double));
         r->tok_lat = batch ? NULL : calloc((size_t)R * (size_t)n, sizeof(double));   /* (R, n) */
-        nomem |= !r->tps || !r->probe || (!batch && !r->tok_lat);
+        nomem |= !r->tps || !r->probe || !r->cpu || (!batch && !r->tok_lat);
     }
     if (nomem) {
         free(buf);
@@ -258,10 +277,12 @@ static int bench_test(bench_var_t *v, int nv, const bench_opts_t *o, bool batch,
     for (int k = 0; k < nv && !rc; k++)
         if ((rc = time_eval(v[k].s, v[k].info.n_vocab, batch ? 0 : o->ctx, n, batch, PROF_NONE, &warm, NULL)))
             bad = k;
+    double cpu = 0;
     if (!rc) rc = cmd_probe(o->threads, bw);
+    if (!rc) rc = cmd_cpu_probe(o->threads, &cpu);
     for (int i = 0; !rc && i < R; i++)
         for (int step = 0; !rc && step < (turns ? 1 : nv); step++) {
-            const double before = *bw;
+            const double before = *bw, cpu_before = cpu;
             const int k0 = turns ? 0 : i % 2 ? nv - 1 - step : step, k1 = turns ? nv : k0 + 1;
             if (turns) rc = turns_rep(v, nv, o->ctx, n, i, ti, &bad);
             else {
@@ -271,12 +292,15 @@ static int bench_test(bench_var_t *v, int nv, const bench_opts_t *o, bool batch,
                 if (rc) bad = k0;
             }
             if (!rc) rc = cmd_probe(o->threads, bw);
+            if (!rc) rc = cmd_cpu_probe(o->threads, &cpu);
             for (int k = k0; k < k1; k++) {   /* the variants this probe pair bracketed */
                 const size_t at = (size_t)k * (size_t)R + (size_t)i;
                 roof[at] = before > *bw ? before : *bw;
                 pct[at] = 100.0 * v[k].res[ti].tps[i] * test_bytes(&v[k], batch, n) / 1e9 / roof[at];
                 v[k].res[ti].probe[2 * i] = before;
                 v[k].res[ti].probe[2 * i + 1] = *bw;
+                v[k].res[ti].cpu[2 * i] = cpu_before;
+                v[k].res[ti].cpu[2 * i + 1] = cpu;
             }
         }
     if (bad >= 0) say_err(v[bad].path);
@@ -424,7 +448,8 @@ static void print_profile(const char *path, const tb_profile_t *p, const tb_byte
 }
 
 /* The per-rep samples of a test: tok/s and the probes either side (the
- * rep is charged against the higher), the settled count and its median. */
+ * rep is charged against the higher), the settled count and its median;
+ * the CPU probes either side, the full-speed count and its median. */
 static void print_json_reps(const bench_result_t *r, int R) {
     printf(", \"rep_tokens_per_s\": [");
     for (int i = 0; i < R; i++) printf("%s%.3f", i ? ", " : "", r->tps[i]);
@@ -432,6 +457,11 @@ static void print_json_reps(const bench_result_t *r, int R) {
     for (int i = 0; i < R; i++) printf("%s[%.3f, %.3f]", i ? ", " : "", r->probe[2 * i], r->probe[2 * i + 1]);
     printf("], \"settled_reps\": %d, \"roofline_pct_settled\": ", r->settled);
     if (r->settled) printf("%.2f", r->roofline_pct_settled);
+    else printf("null");
+    printf(", \"rep_cpu_ghz\": [");
+    for (int i = 0; i < R; i++) printf("%s[%.3f, %.3f]", i ? ", " : "", r->cpu[2 * i], r->cpu[2 * i + 1]);
+    printf("], \"cpu_full_reps\": %d, \"roofline_pct_cpu_full\": ", r->cpu_full);
+    if (r->cpu_full) printf("%.2f", r->roofline_pct_cpu_full);
     else printf("null");
 }
 
@@ -587,6 +617,17 @@ static void print_table(const bench_var_t *v, int nv, int n_res, const bench_rat
     for (int t = 0; t < n_res; t++)
         for (int k = 0; k < nv; k++) {
             const bench_result_t *r = &v[k].res[t];
+            if (r->cpu_full == o->reps) continue;
+            printf("# %s%s%s: %d of %d reps ran at full speed (both CPU probes, slowest thread, >= %.0f%% of the "
+                   "best: %.2f GHz; they read %.2f-%.2f)", r->test, nv > 1 ? " " : "",
+                   nv > 1 ? base_name(v[k].path) : "", r->cpu_full, o->reps, 100.0 * CPU_FULL, r->cpu_max,
+                   r->cpu_min, r->cpu_max);
+            if (r->cpu_full) printf(": %.1f%% of roofline over those\n", r->roofline_pct_cpu_full);
+            else printf("\n");
+        }
+    for (int t = 0; t < n_res; t++)
+        for (int k = 0; k < nv; k++) {
+            const bench_result_t *r = &v[k].res[t];
             if (!r->tok_n) continue;
             printf("# %s%s%s: token latency p50 %.2f, p90 %.2f, p99 %.2f, max %.2f ms over %zu tokens; "
                    "%.1f%% of the time in stalls (tokens > %.1f x p50); at p50 %.1f%% of roofline\n",
@@ -689,6 +730,7 @@ static void var_close(bench_var_t *v) {
     for (int t = 0; t < 2; t++) {
         free(v->res[t].tps);
         free(v->res[t].probe);
+        free(v->res[t].cpu);
         free(v->res[t].tok_lat);
     }
 }

@@ -42,6 +42,19 @@ int cmd_probe(int threads, double *gbps) {
     return rc;
 }
 
+int cmd_cpu_probe(int threads, double *ghz_min) {
+    double g[64];
+    int rc = tb_cpu_probe(threads, 3, g);
+    if (rc) {
+        fprintf(stderr, "ternbench: CPU probe failed: %s\n", tb_last_error());
+        return rc;
+    }
+    *ghz_min = g[0];
+    for (int i = 1; i < threads; i++)
+        if (g[i] < *ghz_min) *ghz_min = g[i];
+    return TB_OK;
+}
+
 /* ---------------------------------------------------------------------- */
 /* bandwidth                                                                */
 /* ---------------------------------------------------------------------- */

@@ -33,5 +33,9 @@ int cmd_arg_int(const char *cmd, const char *opt, const char *v, int lo, int hi,
 /* The read-bandwidth roofline with `threads` threads (tb_bandwidth_probe
  * over 256 MiB, best of 5); 0, or the engine's code after printing it. */
 int cmd_probe(int threads, double *gbps);
+/* The slowest of `threads` threads' effective core clock in GHz now
+ * (tb_cpu_probe, best of 3 passes each); 0, or the engine's code after
+ * printing it. */
+int cmd_cpu_probe(int threads, double *ghz_min);
 
 #endif

@@ -214,6 +214,14 @@ uint64_t tb_now_ns(void);
  * n_threads threads (summing 64-bit words, so reads cannot be elided). */
 int tb_bandwidth_probe(int n_threads, size_t bytes, int reps, double *gbps);
 
+/* The effective clock of each of n_threads threads' cores now, in GHz
+ * (ghz: n_threads values): each thread times a chain of dependent integer
+ * adds (one per cycle on x86-64 and aarch64), best of `reps` passes of
+ * ~1 ms. Below the core's clock when the core was not running at full
+ * speed while probed: frequency scaling, thermal throttling, or a
+ * hypervisor sharing the CPU. */
+int tb_cpu_probe(int n_threads, int reps, double *ghz);
+
 /* ===================================================================== */
 /* GGUF v3 reader                                                         */
 /* ===================================================================== */

@@ -58,6 +58,8 @@ static void str(const char *obj, const char *key, char *out, size_t cap) {
     out[e - p] = '\0';
 }
 
+static void check_cpu(const char *obj, int reps, const double *pct_of);
+
 /* The per-rep samples: `reps` tok/s and probe pairs; each rep's roofline %
  * (tok/s x bytes against the higher probe) must give the test's median,
  * and the settled reps (probes within 15 %) their own median. */
@@ -85,6 +87,7 @@ static void check_reps(const char *obj, int reps, double bpt, double pct) {
         if (fabs(p[0] - p[1]) <= 0.15 * hi) ok[m++] = all[i];
     }
     assert_true(*t == ']' && *b == ']');    /* exactly `reps` of each */
+    check_cpu(obj, reps, all);
     qsort(all, (size_t)reps, sizeof *all, cmp_double);
     const double want = reps % 2 ? all[reps / 2] : (all[reps / 2 - 1] + all[reps / 2]) / 2;
     assert_true(fabs(pct - want) <= 0.01 + 1e-3 * want);
@@ -96,6 +99,48 @@ static void check_reps(const char *obj, int reps, double bpt, double pct) {
     qsort(ok, (size_t)m, sizeof *ok, cmp_double);
     const double ws = m % 2 ? ok[m / 2] : (ok[m / 2 - 1] + ok[m / 2]) / 2;
     assert_true(fabs(num(obj, "roofline_pct_settled") - ws) <= 0.01 + 1e-3 * ws);
+}
+
+/* The per-rep CPU probes: `reps` pairs of the slowest thread's clock (a
+ * plausible GHz); the full-speed reps are those whose both probes reach
+ * 85 % of the test's best probe (reps within the printed rounding of that
+ * line may count either way), and when none is that close their roofline
+ * percentages (pct_of: each rep's, in rep order) give their own median. */
+static void check_cpu(const char *obj, int reps, const double *pct_of) {
+    const char *eol = strchr(obj, '\n'), *c = strstr(obj, "\"rep_cpu_ghz\": [");
+    if (!c || (eol && c > eol)) fail_msg("bench --json: no per-rep CPU probes in %.300s", obj);
+    c = strchr(c, '[') + 1;
+    double lo[16], best = 0;
+    assert_true(reps <= 16);
+    for (int i = 0; i < reps; i++) {
+        double g[2];
+        if (sscanf(c, " [%lf, %lf]", &g[0], &g[1]) != 2) fail_msg("bench --json: bad CPU pair %d at %.60s", i, c);
+        for (int k = 0; k < 2; k++) {
+            if (!(g[k] > 0.01 && g[k] < 20.0)) fail_msg("bench --json: CPU probe %g GHz", g[k]);
+            best = fmax(best, g[k]);
+        }
+        lo[i] = fmin(g[0], g[1]);
+        c = strchr(c, ']') + 1;
+        if (*c == ',') c++;
+    }
+    assert_true(*c == ']');                 /* exactly `reps` pairs */
+    double ok[16];
+    int in = 0, near = 0;
+    for (int i = 0; i < reps; i++) {
+        const double d = lo[i] - 0.85 * best;
+        if (fabs(d) <= 0.002) near++;
+        else if (d > 0) ok[in++] = pct_of[i];
+    }
+    const int got = (int)num(obj, "cpu_full_reps");
+    if (got < in || got > in + near) fail_msg("bench --json: %d full-speed reps, want %d (+%d near)", got, in, near);
+    if (near) return;
+    if (!in) {
+        if (!strstr(obj, "\"roofline_pct_cpu_full\": null")) fail_msg("bench --json: full-speed median of no reps");
+        return;
+    }
+    qsort(ok, (size_t)in, sizeof *ok, cmp_double);
+    const double w = in % 2 ? ok[in / 2] : (ok[in / 2 - 1] + ok[in / 2]) / 2;
+    assert_true(fabs(num(obj, "roofline_pct_cpu_full") - w) <= 0.01 + 1e-3 * w);
 }
 
 static void check_test(const char *obj, const char *name, int reps) {

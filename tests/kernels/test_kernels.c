@@ -339,6 +339,17 @@ static void test_read_sum(void **state) {
     assert_int_equal(tb_bandwidth_probe(2, 4u << 20, 2, &gbps), TB_OK);
     assert_true(gbps > 0);
     assert_int_equal(tb_bandwidth_probe(0, 4u << 20, 2, &gbps), TB_ERR_ARG);
+    /* every thread's effective clock, a plausible GHz (slow under
+     * sanitizers, valgrind or qemu, but never 0 or unset) */
+    double ghz[3] = {-1, -1, -1};
+    assert_int_equal(tb_cpu_probe(2, 2, ghz), TB_OK);
+    for (int i = 0; i < 2; i++)
+        if (!(ghz[i] > 0.01 && ghz[i] < 20.0)) fail_msg("tb_cpu_probe: thread %d at %g GHz", i, ghz[i]);
+    assert_true(ghz[2] == -1);                      /* only n_threads values written */
+    assert_int_equal(tb_cpu_probe(0, 1, ghz), TB_ERR_ARG);
+    assert_int_equal(tb_cpu_probe(65, 1, ghz), TB_ERR_ARG);
+    assert_int_equal(tb_cpu_probe(1, 0, ghz), TB_ERR_ARG);
+    assert_int_equal(tb_cpu_probe(1, 1, NULL), TB_ERR_ARG);
 }
 
 int main(void) {
