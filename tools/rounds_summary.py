@@ -19,9 +19,12 @@ rep_probe_gbps) get a second table over repetitions instead of rounds: each
 repetition is charged, as bench charges it, against the higher of the two
 probes either side of it, and is "settled" in the low or high state when
 both probes are on the same side of GBPS and within 15 % of each other;
-the rest ran while the state changed ("mixed"). Per (file, test): medians
-of the settled repetitions' roofline % and tok/s in each state, and of the
-mixed ones, with counts.
+the rest ran while the state changed ("mixed"). A repetition whose object
+lists CPU probes (rep_cpu_ghz) and whose slower probe is under 85 % of that
+object's best ran with a core slowed (bench's full-speed rule) and counts
+as "slowed" whatever its bandwidth state. Per (file, test): medians of the
+settled repetitions' roofline % and tok/s in each state, and of the mixed
+and slowed ones' roofline %, with counts.
 
 Objects from runs that took turns token by token (bench --interleave token:
 "interleave": "token") stay out of the tables above, which keep the rounds'
@@ -42,7 +45,7 @@ import collections
 import signal
 import sys
 
-from tb_summary import args, med, name, objects, rep_state
+from tb_summary import CPU_FULL, args, med, name, objects, rep_state
 
 
 def rep_table(tests, split):
@@ -53,21 +56,24 @@ def rep_table(tests, split):
         for x in v:
             if "rep_tokens_per_s" not in x or "rep_probe_gbps" not in x or "bytes_per_token" not in x:
                 continue
-            for tps, (b, a) in zip(x["rep_tokens_per_s"], x["rep_probe_gbps"]):
+            cpu = x.get("rep_cpu_ghz") or []
+            best = max((g for pair in cpu for g in pair), default=0.0)
+            for i, (tps, (b, a)) in enumerate(zip(x["rep_tokens_per_s"], x["rep_probe_gbps"])):
                 pct = 100.0 * tps * x["bytes_per_token"] / 1e9 / max(b, a)
-                by[rep_state(b, a, split)].append((pct, tps))
+                slowed = i < len(cpu) and min(cpu[i]) < CPU_FULL * best
+                by["slowed" if slowed else rep_state(b, a, split)].append((pct, tps))
         if by:
             rows.append((f, t, by))
     if not rows:
         return
     print(f"\nper repetition: {'file':24} {'test':6} {'n':>4} {'low %':>6} {'n':>4} {'high %':>6} {'n':>4}"
-          f" {'mixed %':>7} {'n':>4} {'tok/s low':>9} {'tok/s high':>10}")
+          f" {'mixed %':>7} {'n':>4} {'slowed %':>8} {'n':>4} {'tok/s low':>9} {'tok/s high':>10}")
     for f, t, by in rows:
         n = sum(len(x) for x in by.values())
         g = lambda s, i: med([x[i] for x in by[s]])
         print(f"per repetition: {f:24} {t:6} {n:4} {g('low', 0):6.1f} {len(by['low']):4} "
               f"{g('high', 0):6.1f} {len(by['high']):4} {g('mixed', 0):7.1f} {len(by['mixed']):4} "
-              f"{g('low', 1):9.1f} {g('high', 1):10.1f}")
+              f"{g('slowed', 0):8.1f} {len(by['slowed']):4} {g('low', 1):9.1f} {g('high', 1):10.1f}")
 
 
 TIERS = ("ref", "generic", "avx2", "avx512", "neon")   # dispatch order: the last present is the best

@@ -7,6 +7,8 @@ import statistics
 import sys
 
 AGREE = 0.15   # bench's PROBE_AGREE: a repetition's probes within this share
+CPU_FULL = 0.85   # bench's CPU_FULL: a repetition ran at full speed when both its CPU
+                  # probes reach this share of its test's best
 
 
 def med(xs):
