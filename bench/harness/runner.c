@@ -375,7 +375,8 @@ static int run_case(run_ctx_t *c, const tb_section_t *sec, int ci, char status[1
     tb_work_t w = {.model = c->model, .sess = sess, .sec = sec, .param = param, .prompt = prompt,
                    .n_prompt = n_prompt, .record = record,
                    .n_batch = (int)p->engine.v[K_ENGINE_BATCH].i, .kv_type = c->kv_type,
-                   .bw_gbps = c->bw_before, .sensors = c->sensors, .stop = c->opts->stop};
+                   .bw_gbps = c->bw_before, .sensors = c->sensors, .cpu_probe_threads = c->threads,
+                   .stop = c->opts->stop};
     tick_ctx_t tick = {&c->prog, label};
     w.tick = on_tick;
     w.tick_ud = &tick;

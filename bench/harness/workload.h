@@ -62,6 +62,8 @@ typedef struct tb_work {
     tb_type_t kv_type;
     double bw_gbps;             /* roofline (probe before the run), <= 0 unknown */
     tb_sensors_t *sensors;      /* for energy; may be NULL                   */
+    int cpu_probe_threads;      /* > 0: after the repetition, the slowest of as
+                                   many threads' core clocks (tb_cpu_probe)  */
     volatile sig_atomic_t *stop;
     /* optional: called during long repetitions with the fraction done */
     void (*tick)(void *ud, double frac);
