@@ -33,8 +33,8 @@ TB_X86_KERNELS(q4_0, DOT_Q4_0)
 TB_RP_WITH_FALLBACK(q4_0_256_rp, q4_0_rp8, q4_0)   /* 8-row repacked copy (x86_q4_0_rp.h) */
 TB_X86_KERNELS(tq2_0, DOT_TQ2_0)
 TB_X86_KERNELS(tq1_0, DOT_TQ1_0)
-TB_RP_WITH_FALLBACK(tq2_0_256_rp, tq2_0_rp8, tq2_0)   /* 8-row repacked copies (x86_ternary_rp8.h) */
-TB_RP_WITH_FALLBACK(tq1_0_256_rp, tq1_0_rp8, tq1_0)
+TB_RP_WITH_FALLBACK(tq2_0_256_rp, tq2_0_rp16, tq2_0)   /* 16-row repacked copies (x86_ternary_rp8.h) */
+TB_RP_WITH_FALLBACK(tq1_0_256_rp, tq1_0_rp16, tq1_0)
 TB_X86_KERNELS(q4_K, DOT_Q4_K)
 TB_RP_WITH_FALLBACK(q4_K_256_rp, q4_K_rp8, q4_K)   /* 8-row repacked copy (x86_q4_K_rp.h) */
 TB_X86_KERNELS(q6_K, DOT_Q6_K)
@@ -60,14 +60,14 @@ void tb_kernels_fill_avx2(tb_kernels_t *k) {
     TB_X86_SET(k, TB_TYPE_TQ2_0, tq2_0, NULL);
     k->t[TB_TYPE_TQ2_0].matvec = matvec_tq2_0_256_rp;
     k->t[TB_TYPE_TQ2_0].gemm = gemm_tq2_0_256_rp;
-    k->t[TB_TYPE_TQ2_0].repack = repack_tq2_0_8;
-    k->t[TB_TYPE_TQ2_0].repack_rows = TB_TRP8_ROWS;
+    k->t[TB_TYPE_TQ2_0].repack = repack_tq2_0_16;
+    k->t[TB_TYPE_TQ2_0].repack_rows = TB_TRP_ROWS;
     TB_X86_SET(k, TB_TYPE_TQ1_0, tq1_0, NULL);
     k->t[TB_TYPE_TQ1_0].matvec = matvec_tq1_0_256_rp;
     k->t[TB_TYPE_TQ1_0].gemm = gemm_tq1_0_256_rp;
-    k->t[TB_TYPE_TQ1_0].repack = repack_tq1_0_8;
-    k->t[TB_TYPE_TQ1_0].repack_rows = TB_TRP8_ROWS;
-    k->t[TB_TYPE_TQ1_0].repack_bytes = repack_bytes_tq1_0_8;   /* 2-bit codes: 66/54 of the file */
+    k->t[TB_TYPE_TQ1_0].repack = repack_tq1_0_16;
+    k->t[TB_TYPE_TQ1_0].repack_rows = TB_TRP_ROWS;
+    k->t[TB_TYPE_TQ1_0].repack_bytes = repack_bytes_tq1_0_16;   /* 2-bit codes: 66/54 of the file */
     TB_X86_SET(k, TB_TYPE_Q4_K, q4_K, NULL);
     k->t[TB_TYPE_Q4_K].matvec = matvec_q4_K_256_rp;
     k->t[TB_TYPE_Q4_K].gemm = gemm_q4_K_256_rp;

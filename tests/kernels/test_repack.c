@@ -511,7 +511,7 @@ static void check_ternary_bytes(tb_type_t wt, int64_t rows, int64_t nb, int64_t 
 }
 
 /* TQ2_0 and TQ1_0 on every tier this CPU runs that repacks them (AVX2:
- * 8-row groups, x86_ternary_rp8.h; AVX-512: 16-row groups): through
+ * 16-row groups in two 8-row halves, x86_ternary_rp8.h; AVX-512: 16-row groups): through
  * check_shape (1/7/9/15/17/23/33 rows, 1..64 blocks, poisoned file bytes,
  * gemm == matvec, 1 vs 2 threads), 65 blocks (file-layout fallback), and
  * arbitrary code bytes with extreme activations on ranges that cut groups. */
