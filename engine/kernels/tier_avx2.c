@@ -30,11 +30,11 @@
 TB_X86_KERNELS(q8_0, DOT_Q8_0)
 TB_RP_WITH_FALLBACK(q8_0_256_rp, q8_0_rp8, q8_0)   /* 8-row repacked copy (x86_q8_0_rp.h) */
 TB_X86_KERNELS(q4_0, DOT_Q4_0)
-TB_RP_WITH_FALLBACK(q4_0_256_rp, q4_0_rp8, q4_0)   /* 8-row repacked copy (x86_q4_0_rp.h) */
+TB_RP_WITH_FALLBACK(q4_0_256_rp, q4_0_rp16h, q4_0)   /* 16-row repacked copy in 8-row halves (x86_q4_0_rp.h) */
 TB_X86_KERNELS(tq2_0, DOT_TQ2_0)
 TB_X86_KERNELS(tq1_0, DOT_TQ1_0)
-TB_RP_WITH_FALLBACK(tq2_0_256_rp, tq2_0_rp16, tq2_0)   /* 16-row repacked copies (x86_ternary_rp8.h) */
-TB_RP_WITH_FALLBACK(tq1_0_256_rp, tq1_0_rp16, tq1_0)
+TB_RP_WITH_FALLBACK(tq2_0_256_rp, tq2_0_rp16h, tq2_0)   /* 16-row repacked copies (x86_ternary_rp8.h) */
+TB_RP_WITH_FALLBACK(tq1_0_256_rp, tq1_0_rp16h, tq1_0)
 TB_X86_KERNELS(q4_K, DOT_Q4_K)
 TB_RP_WITH_FALLBACK(q4_K_256_rp, q4_K_rp8, q4_K)   /* 8-row repacked copy (x86_q4_K_rp.h) */
 TB_X86_KERNELS(q6_K, DOT_Q6_K)
@@ -55,8 +55,8 @@ void tb_kernels_fill_avx2(tb_kernels_t *k) {
     TB_X86_SET(k, TB_TYPE_Q4_0, q4_0, NULL);
     k->t[TB_TYPE_Q4_0].matvec = matvec_q4_0_256_rp;
     k->t[TB_TYPE_Q4_0].gemm = gemm_q4_0_256_rp;
-    k->t[TB_TYPE_Q4_0].repack = repack_q4_0_8;
-    k->t[TB_TYPE_Q4_0].repack_rows = TB_Q4RP8_ROWS;
+    k->t[TB_TYPE_Q4_0].repack = repack_q4_0_16h;
+    k->t[TB_TYPE_Q4_0].repack_rows = TB_Q4RP16H_ROWS;
     TB_X86_SET(k, TB_TYPE_TQ2_0, tq2_0, NULL);
     k->t[TB_TYPE_TQ2_0].matvec = matvec_tq2_0_256_rp;
     k->t[TB_TYPE_TQ2_0].gemm = gemm_tq2_0_256_rp;

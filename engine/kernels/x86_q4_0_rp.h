@@ -1,7 +1,9 @@
 /*
  * x86_q4_0_rp.h — Q4_0 x Q8_0 on a load-time repacked copy of the weights:
- * R rows interleaved per 32-element block, R = 16 for AVX-512 VNNI
- * (vpdpbusd) and R = 8 for AVX2 (vpmaddubsw).
+ * R = 16 rows interleaved per 32-element block, computed whole by AVX-512
+ * VNNI (vpdpbusd) and as two 8-row halves of a YMM by AVX2 (vpmaddubsw;
+ * its 8-row lane store and generator also serve Q8_0's, Q4_K's and Q6_K's
+ * 8-row copies).
  *
  * Included by tier_avx512.c and tier_avx2.c after x86_common.h. Follows the
  * TQ2_0 repacked path of x86_ternary.h: each int32 lane of a vector is one
@@ -184,42 +186,93 @@ TB_RP16_KERNELS(q4_0, TB_TYPE_Q4_0, q4_0_grp, block_q8_0, q4rp_act_t, QK4_0, TB_
 #elif !defined(__AVX512F__)
 
 /* ---------------------------------------------------------------------- */
-/* AVX2: R = 8                                                              */
+/* AVX2: 16-row groups in 8-row halves                                     */
 /* ---------------------------------------------------------------------- */
 
-#define TB_Q4RP8_ROWS 8
+#define TB_Q4RP8_ROWS 8      /* rows of one YMM of results (a half)        */
+#define TB_Q4RP16H_ROWS 16   /* rows per group: two halves, one stream      */
 #define TB_Q4RP8_NT 4        /* tokens per gemm pass (16 YMM registers)    */
+/* The AVX-512 layout (q4_0_grp), read as two 8-row halves: a YMM load of
+ * bytes 32h.. of a chunk is half h's 8 rows x 4 code bytes, d[8h..] their
+ * scales. 16 rows so that a decode matvec broadcasts each activation
+ * dword once for both halves from one memory stream (see
+ * x86_ternary_rp8.h: two 8-row groups side by side ran at half the speed
+ * from memory). */
 typedef struct {
-    uint8_t q[4][32];
-    tb_fp16_t d[TB_Q4RP8_ROWS];
-} q4_0_grp8;
-static_assert(sizeof(q4_0_grp8) == TB_Q4RP8_ROWS * sizeof(block_q4_0), "q4_0_grp8 size");
+    uint8_t q[4][64];
+    tb_fp16_t d[TB_Q4RP16H_ROWS];
+} q4_0_grp16h;
+static_assert(sizeof(q4_0_grp16h) == TB_Q4RP16H_ROWS * sizeof(block_q4_0), "q4_0_grp16h size");
 
-static void repack_q4_0_8(const void *W, size_t ws, int64_t rows, int64_t n, void *out) {
-    repack_q4_0_rows(W, ws, rows, n, out, TB_Q4RP8_ROWS);
+static void repack_q4_0_16h(const void *W, size_t ws, int64_t rows, int64_t n, void *out) {
+    repack_q4_0_rows(W, ws, rows, n, out, TB_Q4RP16H_ROWS);
 }
 
-/* One group of 8 rows (nb blocks at G) times nt activations a[t] (pa[t]
- * their prep): out[t] = the 8 rows' results for token t. The 8 (chunk,
- * nibble) vpmaddubsw results of a (block, token) are summed in int16: each
- * is two products |q y| <= 15 * 128, so the sum stays within 8 * 3840 <
- * 2^15; one vpmaddwd then widens the row's two halves to int32. */
-TB_INLINE void dot_q4_0_grp8(int nt, const q4_0_grp8 *G, int64_t nb, const block_q8_0 *const *a,
-                             const q4rp_act_t *const *pa, __m256 *out) {
+/* The results of one 16-row group for one token: rows 0..7 and 8..15. */
+typedef struct {
+    __m256 h[2];
+} rp16h_v;
+
+/* One group of 16 rows (nb blocks at G) times one activation a (pa its
+ * prep): out->h[rh] = row half rh's results, each activation dword
+ * broadcast once for both halves. The 8 (chunk, nibble) vpmaddubsw results
+ * of a (block, half) are summed in int16: each is two products
+ * |q y| <= 15 * 128, so the sum stays within 8 * 3840 < 2^15; one vpmaddwd
+ * then widens the row's two halves to int32. */
+TB_INLINE void dot1_q4_0_grp16h(const q4_0_grp16h *G, int64_t nb, const block_q8_0 *a, const q4rp_act_t *pa,
+                                rp16h_v *out) {
+    __m256 acc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
+    const __m256i m4 = _mm256_set1_epi8(0x0F), one = _mm256_set1_epi16(1);
+    const uint32_t pf = tb_pf_bytes;
+    for (int64_t i = 0; i < nb; i++) {
+        const q4_0_grp16h *x = &G[i];
+        tb_pf_block(x, sizeof *x, pf);
+        const int8_t *y = a[i].qs;
+        __m256i h[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};   /* (16) i16 per half */
+        TB_UNROLL
+        for (int c = 0; c < 4; c++) {
+            const __m256i bl = _mm256_set1_epi32(ld32(y + 4 * c)), bh = _mm256_set1_epi32(ld32(y + 16 + 4 * c));
+            TB_UNROLL
+            for (int rh = 0; rh < 2; rh++) {
+                const __m256i q = loadu256(x->q[c] + 32 * rh);
+                const __m256i lo = _mm256_and_si256(q, m4), hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);
+                h[rh] = _mm256_add_epi16(h[rh], _mm256_maddubs_epi16(lo, bl));
+                TB_CHAIN(h[rh]);
+                h[rh] = _mm256_add_epi16(h[rh], _mm256_maddubs_epi16(hi, bh));
+                TB_CHAIN(h[rh]);
+            }
+        }
+        const __m256i ns = _mm256_set1_epi32(pa[i].nsum);
+        const __m256 da = _mm256_set1_ps(pa[i].d);
+        TB_UNROLL
+        for (int rh = 0; rh < 2; rh++) {
+            const __m256 dx = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(x->d + 8 * rh)));   /* (8) */
+            const __m256i p = _mm256_add_epi32(_mm256_madd_epi16(h[rh], one), ns);
+            acc[rh] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_mul_ps(dx, da), acc[rh]);
+        }
+    }
+    out->h[0] = acc[0];
+    out->h[1] = acc[1];
+}
+
+/* Row half rh of one group (nb blocks at G) times nt (> 1) activations
+ * a[t] (pa[t] their prep): out[t] = the half's 8 results for token t,
+ * each code vector extracted once and shared by the tokens (the same int16
+ * sums as dot1_q4_0_grp16h). */
+TB_INLINE void dotn_q4_0_half(int nt, const q4_0_grp16h *G, int64_t nb, int rh, const block_q8_0 *const *a,
+                              const q4rp_act_t *const *pa, __m256 *out) {
     __m256 acc[TB_Q4RP8_NT];   /* all set: a runtime nt would trip -Wmaybe-uninitialized */
     TB_UNROLL
     for (int t = 0; t < TB_Q4RP8_NT; t++) acc[t] = _mm256_setzero_ps();
     const __m256i m4 = _mm256_set1_epi8(0x0F), one = _mm256_set1_epi16(1);
-    const uint32_t pf = nt == 1 ? tb_pf_bytes : 0;
     for (int64_t i = 0; i < nb; i++) {
-        const q4_0_grp8 *x = &G[i];
-        tb_pf_block(x, sizeof *x, pf);
+        const q4_0_grp16h *x = &G[i];
         __m256i h[TB_Q4RP8_NT];   /* (16) i16 per token: row k in words 2k, 2k + 1 */
         TB_UNROLL
         for (int t = 0; t < TB_Q4RP8_NT; t++) h[t] = _mm256_setzero_si256();
         TB_UNROLL
         for (int c = 0; c < 4; c++) {
-            const __m256i q = loadu256(x->q[c]);
+            const __m256i q = loadu256(x->q[c] + 32 * rh);
             const __m256i lo = _mm256_and_si256(q, m4), hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);
             TB_UNROLL
             for (int t = 0; t < nt; t++) {
@@ -230,7 +283,7 @@ TB_INLINE void dot_q4_0_grp8(int nt, const q4_0_grp8 *G, int64_t nb, const block
                 TB_CHAIN(h[t]);
             }
         }
-        const __m256 dx = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)x->d));   /* (8) */
+        const __m256 dx = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(x->d + 8 * rh)));   /* (8) */
         TB_UNROLL
         for (int t = 0; t < nt; t++) {
             const __m256i p = _mm256_add_epi32(_mm256_madd_epi16(h[t], one), _mm256_set1_epi32(pa[t][i].nsum));
@@ -241,7 +294,23 @@ TB_INLINE void dot_q4_0_grp8(int nt, const q4_0_grp8 *G, int64_t nb, const block
     for (int t = 0; t < nt; t++) out[t] = acc[t];
 }
 
-/* Store the lanes of group g that fall in [r0, r1) to y + 8 g. */
+/* One group of 16 rows times nt activations: out[t] = its results for
+ * token t. Both paths compute the same int16 sums and float steps per
+ * (row, block, token), so gemm == matvec bit for bit per row. */
+TB_INLINE void dot_q4_0_grp16h(int nt, const q4_0_grp16h *G, int64_t nb, const block_q8_0 *const *a,
+                               const q4rp_act_t *const *pa, rp16h_v *out) {
+    if (nt == 1) {
+        dot1_q4_0_grp16h(G, nb, a[0], pa[0], out);
+        return;
+    }
+    for (int rh = 0; rh < 2; rh++) {
+        __m256 o[TB_Q4RP8_NT];
+        dotn_q4_0_half(nt, G, nb, rh, a, pa, o);
+        for (int t = 0; t < nt; t++) out[t].h[rh] = o[t];
+    }
+}
+
+/* Store the lanes of 8-row unit g that fall in [r0, r1) to y + 8 g. */
 TB_INLINE void q4rp8_store(float *y, int64_t g, int64_t r0, int64_t r1, __m256 v) {
     int lo, hi;
     q4rp_lanes(g, TB_Q4RP8_ROWS, r0, r1, &lo, &hi);
@@ -251,13 +320,23 @@ TB_INLINE void q4rp8_store(float *y, int64_t g, int64_t r0, int64_t r1, __m256 v
     _mm256_maskstore_ps(y + g * TB_Q4RP8_ROWS, m, v);
 }
 
+/* A 16-row group's results for rows [r0, r1): its two 8-row halves. */
+TB_INLINE void rp16h_store(float *y, int64_t g, int64_t r0, int64_t r1, rp16h_v v) {
+    q4rp8_store(y, 2 * g, r0, r1, v.h[0]);
+    q4rp8_store(y, 2 * g + 1, r0, r1, v.h[1]);
+}
+
 /* matvec_<fmt>_rp8 / gemm_<fmt>_rp8 of an 8-row AVX2 repacked format
  * (TB_RP_KERNELS, x86_common.h). */
 #define TB_RP8_KERNELS(fmt, TYPE, GRP, ABLK, PACT, QK, MAXNB, NT, PREP, DOT) \
     TB_RP_KERNELS(fmt##_rp8, TB_Q4RP8_ROWS, __m256, TB_ISA_AVX2, q4rp8_store, TYPE, GRP, ABLK, PACT, QK, MAXNB, NT, PREP, DOT)
+/* ... and of a 16-row one computed as two 8-row halves (rp16h_v). */
+#define TB_RP16H_KERNELS(fmt, TYPE, GRP, ABLK, PACT, QK, MAXNB, NT, PREP, DOT) \
+    TB_RP_KERNELS(fmt##_rp16h, TB_Q4RP16H_ROWS, rp16h_v, TB_ISA_AVX2, rp16h_store, TYPE, GRP, ABLK, PACT, QK, MAXNB, NT, \
+                  PREP, DOT)
 
-TB_RP8_KERNELS(q4_0, TB_TYPE_Q4_0, q4_0_grp8, block_q8_0, q4rp_act_t, QK4_0, TB_Q4RP_MAXNB, TB_Q4RP8_NT, prep_q4_0_rp,
-               dot_q4_0_grp8)
+TB_RP16H_KERNELS(q4_0, TB_TYPE_Q4_0, q4_0_grp16h, block_q8_0, q4rp_act_t, QK4_0, TB_Q4RP_MAXNB, TB_Q4RP8_NT,
+                 prep_q4_0_rp, dot_q4_0_grp16h)
 
 #endif
 #endif

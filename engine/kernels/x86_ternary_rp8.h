@@ -31,7 +31,7 @@
 #define TB_TRP_ROWS 16      /* rows per group: two 8-row halves, one stream  */
 #define TB_TRP8_MAXNB 64   /* longer rows (n > 16384) use the file layout */
 #define TB_TRP8_NT 4       /* tokens per gemm pass (16 YMM registers)      */
-static_assert(TB_TRP_ROWS == 2 * TB_Q4RP8_ROWS, "a half's stores are q4rp8_store (x86_q4_0_rp.h)");
+static_assert(TB_TRP_ROWS == TB_Q4RP16H_ROWS, "groups are stored by rp16h_store (x86_q4_0_rp.h)");
 
 /* ---------------------------------------------------------------------- */
 /* Layouts                                                                  */
@@ -139,11 +139,6 @@ TB_INLINE __m256i bcast8(const int8_t *p) {
 /* TQ2_0                                                                    */
 /* ---------------------------------------------------------------------- */
 
-/* The results of one group for one token: rows 0..7 and 8..15. */
-typedef struct {
-    __m256 h[2];
-} trp_v16;
-
 /* Chunk j's row half rh: 8 rows x 4 code bytes. */
 TB_INLINE __m256i trp_chunk(const tq2_0_grp16 *x, int j, int rh) { return loadu256(x->q[j] + 32 * rh); }
 
@@ -159,7 +154,7 @@ TB_INLINE __m256i trp_chunk(const tq2_0_grp16 *x, int j, int rh) { return loadu2
  * vpmaddwd widens them; the int32 sum is exactly divisible by 4, one
  * arithmetic shift per block): 5 ops per chunk and half instead of 7. */
 TB_INLINE void dot1_tq2_0_grp16(const tq2_0_grp16 *G, int64_t nb, const block_q8_K *a, const int32_t *nsum,
-                                trp_v16 *out) {
+                                rp16h_v *out) {
     __m256 acc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
     const __m256i m3 = _mm256_set1_epi8(3), m12 = _mm256_set1_epi8(12), one = _mm256_set1_epi16(1);
     const uint32_t pf = tb_pf_bytes;
@@ -255,7 +250,7 @@ TB_INLINE void dotn_tq2_0_half(int nt, const tq2_0_grp16 *G, int64_t nb, int rh,
  * and then the same float steps (convert, d_w * d_a, one FMA per block in
  * block order), so gemm == matvec bit for bit per row. */
 TB_INLINE void dot_tq2_0_grp16(int nt, const tq2_0_grp16 *G, int64_t nb, const block_q8_K *const *a,
-                               const int32_t *const *nsum, trp_v16 *out) {
+                               const int32_t *const *nsum, rp16h_v *out) {
     if (nt == 1) {
         dot1_tq2_0_grp16(G, nb, a[0], nsum[0], out);
         return;
@@ -267,21 +262,15 @@ TB_INLINE void dot_tq2_0_grp16(int nt, const tq2_0_grp16 *G, int64_t nb, const b
     }
 }
 
-/* A group's 16 results for rows [r0, r1): its two 8-row halves. */
-TB_INLINE void trp16_store(float *y, int64_t g, int64_t r0, int64_t r1, trp_v16 v) {
-    q4rp8_store(y, 2 * g, r0, r1, v.h[0]);
-    q4rp8_store(y, 2 * g + 1, r0, r1, v.h[1]);
-}
-
 /* ---------------------------------------------------------------------- */
 /* matvec / gemm                                                            */
 /* ---------------------------------------------------------------------- */
 
-/* matvec_tq2_0_rp16 / gemm_tq2_0_rp16 and the same for TQ1_0 (TB_RP_KERNELS,
- * x86_common.h): TB_TRP8_NT tokens per gemm pass over the rows. */
-TB_RP_KERNELS(tq2_0_rp16, TB_TRP_ROWS, trp_v16, TB_ISA_AVX2, trp16_store, TB_TYPE_TQ2_0, tq2_0_grp16, block_q8_K,
-              int32_t, QK_K, TB_TRP8_MAXNB, TB_TRP8_NT, prep_trp8, dot_tq2_0_grp16)
-TB_RP_KERNELS(tq1_0_rp16, TB_TRP_ROWS, trp_v16, TB_ISA_AVX2, trp16_store, TB_TYPE_TQ1_0, tq2_0_grp16, block_q8_K,
-              int32_t, QK_K, TB_TRP8_MAXNB, TB_TRP8_NT, prep_trp8, dot_tq2_0_grp16)   /* TQ1_0 repacked as 2-bit codes */
+/* matvec_tq2_0_rp16h / gemm_tq2_0_rp16h and the same for TQ1_0 (TB_RP16H_KERNELS,
+ * x86_q4_0_rp.h): TB_TRP8_NT tokens per gemm pass over the rows. */
+TB_RP16H_KERNELS(tq2_0, TB_TYPE_TQ2_0, tq2_0_grp16, block_q8_K, int32_t, QK_K, TB_TRP8_MAXNB, TB_TRP8_NT, prep_trp8,
+                 dot_tq2_0_grp16)
+TB_RP16H_KERNELS(tq1_0, TB_TYPE_TQ1_0, tq2_0_grp16, block_q8_K, int32_t, QK_K, TB_TRP8_MAXNB, TB_TRP8_NT, prep_trp8,
+                 dot_tq2_0_grp16)   /* TQ1_0 repacked as 2-bit codes */
 
 #endif
