@@ -146,8 +146,8 @@ TB_INLINE __m256i trp_chunk(const tq2_0_grp16 *x, int j, int rh) { return loadu2
  * -sums): out->h[rh] = row half rh's results. Every activation dword is
  * broadcast once for both halves (per chunk: 2 loads, 2 shifts, 8 masks, 8
  * vpmaddubsw, 8 adds and 4 broadcasts, where a single 8-row half takes 4
- * broadcasts of its own: kernels --ceiling --format tq2_0 --isa avx2 -t 1
- * 21.2 -> 24.1 GB/s with a two-group version of this loop). Codes of
+ * broadcasts of its own: kernels --ceiling --format tq2_0 --isa avx2, one
+ * thread, 21.1 -> 24.2 GB/s against the 8-row copy). Codes of
  * shifts 0 and 2 are masked with 3 (h1: int16 sums of 32 vpmaddubsw of
  * |.| <= 2 * 3 * 128, < 2^15), of shifts 1 and 3 masked in place with 12,
  * i.e. times 4 (h4: 8 vpmaddubsw of <= 2 * 12 * 128 at most before
