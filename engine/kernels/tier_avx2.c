@@ -55,7 +55,7 @@ void tb_kernels_fill_avx2(tb_kernels_t *k) {
     TB_X86_SET(k, TB_TYPE_Q4_0, q4_0, NULL);
     k->t[TB_TYPE_Q4_0].matvec = matvec_q4_0_256_rp;
     k->t[TB_TYPE_Q4_0].gemm = gemm_q4_0_256_rp;
-    k->t[TB_TYPE_Q4_0].repack = repack_q4_0_16h;
+    k->t[TB_TYPE_Q4_0].repack = repack_q4_0;
     k->t[TB_TYPE_Q4_0].repack_rows = TB_Q4RP16H_ROWS;
     TB_X86_SET(k, TB_TYPE_TQ2_0, tq2_0, NULL);
     k->t[TB_TYPE_TQ2_0].matvec = matvec_tq2_0_256_rp;

@@ -97,17 +97,9 @@ TB_INLINE int32_t ld32(const int8_t *p) {
     return v;
 }
 
-#if defined(__AVX512VNNI__)
-
-/* ---------------------------------------------------------------------- */
-/* AVX-512 VNNI: R = 16                                                     */
-/* ---------------------------------------------------------------------- */
-
+/* The group layout both tiers read: 16 rows (AVX-512 whole, AVX2 as two
+ * 8-row halves of a YMM: bytes 32h.. of a chunk, d[8h..]). */
 #define TB_Q4RP_ROWS 16
-static_assert(TB_Q4RP_ROWS == 16, "store masks are tb_grp_mask16 (x86_common.h)");
-#ifndef TB_Q4RP_NT
-#define TB_Q4RP_NT 8         /* tokens per gemm pass over a group          */
-#endif
 typedef struct {
     uint8_t q[4][64];
     tb_fp16_t d[TB_Q4RP_ROWS];
@@ -117,6 +109,17 @@ static_assert(sizeof(q4_0_grp) == TB_Q4RP_ROWS * sizeof(block_q4_0), "q4_0_grp s
 static void repack_q4_0(const void *W, size_t ws, int64_t rows, int64_t n, void *out) {
     repack_q4_0_rows(W, ws, rows, n, out, TB_Q4RP_ROWS);
 }
+
+#if defined(__AVX512VNNI__)
+
+/* ---------------------------------------------------------------------- */
+/* AVX-512 VNNI: R = 16                                                     */
+/* ---------------------------------------------------------------------- */
+
+static_assert(TB_Q4RP_ROWS == 16, "store masks are tb_grp_mask16 (x86_common.h)");
+#ifndef TB_Q4RP_NT
+#define TB_Q4RP_NT 8         /* tokens per gemm pass over a group          */
+#endif
 
 /* ---------------------------------------------------------------------- */
 /* One group times nt tokens                                                */
@@ -192,26 +195,35 @@ TB_RP16_KERNELS(q4_0, TB_TYPE_Q4_0, q4_0_grp, block_q8_0, q4rp_act_t, QK4_0, TB_
 #define TB_Q4RP8_ROWS 8      /* rows of one YMM of results (a half)        */
 #define TB_Q4RP16H_ROWS 16   /* rows per group: two halves, one stream      */
 #define TB_Q4RP8_NT 4        /* tokens per gemm pass (16 YMM registers)    */
-/* The AVX-512 layout (q4_0_grp), read as two 8-row halves: a YMM load of
- * bytes 32h.. of a chunk is half h's 8 rows x 4 code bytes, d[8h..] their
- * scales. 16 rows so that a decode matvec broadcasts each activation
- * dword once for both halves from one memory stream (see
- * x86_ternary_rp8.h: two 8-row groups side by side ran at half the speed
- * from memory). */
-typedef struct {
-    uint8_t q[4][64];
-    tb_fp16_t d[TB_Q4RP16H_ROWS];
-} q4_0_grp16h;
-static_assert(sizeof(q4_0_grp16h) == TB_Q4RP16H_ROWS * sizeof(block_q4_0), "q4_0_grp16h size");
-
-static void repack_q4_0_16h(const void *W, size_t ws, int64_t rows, int64_t n, void *out) {
-    repack_q4_0_rows(W, ws, rows, n, out, TB_Q4RP16H_ROWS);
-}
+static_assert(TB_Q4RP16H_ROWS == TB_Q4RP_ROWS, "AVX2 reads the 16-row q4_0_grp");
+/* AVX2 reads q4_0_grp as two 8-row halves: a YMM load of bytes 32h.. of a
+ * chunk is half h's 8 rows x 4 code bytes, d[8h..] their scales. 16 rows
+ * so that a decode matvec broadcasts each activation dword once for both
+ * halves from one memory stream (see x86_ternary_rp8.h: two 8-row groups
+ * side by side ran at half the speed from memory). */
 
 /* The results of one 16-row group for one token: rows 0..7 and 8..15. */
 typedef struct {
     __m256 h[2];
 } rp16h_v;
+
+/* DOT, the group body of a 16-row format read as two halves:
+ * DOT(nt, G, nb, a, pa, out) runs DOT1(G, nb, a[0], pa[0], out) for one
+ * token (both halves at once, each activation broadcast once) and DOTN
+ * (nt, G, nb, rh, a, pa, o) for each half rh otherwise. */
+#define TB_RP16H_DOT(DOT, GRP, ABLK, PACT, NT, DOT1, DOTN)                                              \
+    TB_INLINE void DOT(int nt, const GRP *G, int64_t nb, const ABLK *const *a, const PACT *const *pa,    \
+                       rp16h_v *out) {                                                                  \
+        if (nt == 1) {                                                                                  \
+            DOT1(G, nb, a[0], pa[0], out);                                                              \
+            return;                                                                                     \
+        }                                                                                               \
+        for (int rh = 0; rh < 2; rh++) {                                                                \
+            __m256 o[NT];                                                                               \
+            DOTN(nt, G, nb, rh, a, pa, o);                                                              \
+            for (int t = 0; t < nt; t++) out[t].h[rh] = o[t];                                           \
+        }                                                                                               \
+    }
 
 /* One group of 16 rows (nb blocks at G) times one activation a (pa its
  * prep): out->h[rh] = row half rh's results, each activation dword
@@ -219,13 +231,13 @@ typedef struct {
  * of a (block, half) are summed in int16: each is two products
  * |q y| <= 15 * 128, so the sum stays within 8 * 3840 < 2^15; one vpmaddwd
  * then widens the row's two halves to int32. */
-TB_INLINE void dot1_q4_0_grp16h(const q4_0_grp16h *G, int64_t nb, const block_q8_0 *a, const q4rp_act_t *pa,
+TB_INLINE void dot1_q4_0_grp16h(const q4_0_grp *G, int64_t nb, const block_q8_0 *a, const q4rp_act_t *pa,
                                 rp16h_v *out) {
     __m256 acc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
     const __m256i m4 = _mm256_set1_epi8(0x0F), one = _mm256_set1_epi16(1);
     const uint32_t pf = tb_pf_bytes;
     for (int64_t i = 0; i < nb; i++) {
-        const q4_0_grp16h *x = &G[i];
+        const q4_0_grp *x = &G[i];
         tb_pf_block(x, sizeof *x, pf);
         const int8_t *y = a[i].qs;
         __m256i h[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};   /* (16) i16 per half */
@@ -259,14 +271,14 @@ TB_INLINE void dot1_q4_0_grp16h(const q4_0_grp16h *G, int64_t nb, const block_q8
  * a[t] (pa[t] their prep): out[t] = the half's 8 results for token t,
  * each code vector extracted once and shared by the tokens (the same int16
  * sums as dot1_q4_0_grp16h). */
-TB_INLINE void dotn_q4_0_half(int nt, const q4_0_grp16h *G, int64_t nb, int rh, const block_q8_0 *const *a,
+TB_INLINE void dotn_q4_0_half(int nt, const q4_0_grp *G, int64_t nb, int rh, const block_q8_0 *const *a,
                               const q4rp_act_t *const *pa, __m256 *out) {
     __m256 acc[TB_Q4RP8_NT];   /* all set: a runtime nt would trip -Wmaybe-uninitialized */
     TB_UNROLL
     for (int t = 0; t < TB_Q4RP8_NT; t++) acc[t] = _mm256_setzero_ps();
     const __m256i m4 = _mm256_set1_epi8(0x0F), one = _mm256_set1_epi16(1);
     for (int64_t i = 0; i < nb; i++) {
-        const q4_0_grp16h *x = &G[i];
+        const q4_0_grp *x = &G[i];
         __m256i h[TB_Q4RP8_NT];   /* (16) i16 per token: row k in words 2k, 2k + 1 */
         TB_UNROLL
         for (int t = 0; t < TB_Q4RP8_NT; t++) h[t] = _mm256_setzero_si256();
@@ -297,18 +309,7 @@ TB_INLINE void dotn_q4_0_half(int nt, const q4_0_grp16h *G, int64_t nb, int rh, 
 /* One group of 16 rows times nt activations: out[t] = its results for
  * token t. Both paths compute the same int16 sums and float steps per
  * (row, block, token), so gemm == matvec bit for bit per row. */
-TB_INLINE void dot_q4_0_grp16h(int nt, const q4_0_grp16h *G, int64_t nb, const block_q8_0 *const *a,
-                               const q4rp_act_t *const *pa, rp16h_v *out) {
-    if (nt == 1) {
-        dot1_q4_0_grp16h(G, nb, a[0], pa[0], out);
-        return;
-    }
-    for (int rh = 0; rh < 2; rh++) {
-        __m256 o[TB_Q4RP8_NT];
-        dotn_q4_0_half(nt, G, nb, rh, a, pa, o);
-        for (int t = 0; t < nt; t++) out[t].h[rh] = o[t];
-    }
-}
+TB_RP16H_DOT(dot_q4_0_grp16h, q4_0_grp, block_q8_0, q4rp_act_t, TB_Q4RP8_NT, dot1_q4_0_grp16h, dotn_q4_0_half)
 
 /* Store the lanes of 8-row unit g that fall in [r0, r1) to y + 8 g. */
 TB_INLINE void q4rp8_store(float *y, int64_t g, int64_t r0, int64_t r1, __m256 v) {
@@ -335,7 +336,7 @@ TB_INLINE void rp16h_store(float *y, int64_t g, int64_t r0, int64_t r1, rp16h_v 
     TB_RP_KERNELS(fmt##_rp16h, TB_Q4RP16H_ROWS, rp16h_v, TB_ISA_AVX2, rp16h_store, TYPE, GRP, ABLK, PACT, QK, MAXNB, NT, \
                   PREP, DOT)
 
-TB_RP16H_KERNELS(q4_0, TB_TYPE_Q4_0, q4_0_grp16h, block_q8_0, q4rp_act_t, QK4_0, TB_Q4RP_MAXNB, TB_Q4RP8_NT,
+TB_RP16H_KERNELS(q4_0, TB_TYPE_Q4_0, q4_0_grp, block_q8_0, q4rp_act_t, QK4_0, TB_Q4RP_MAXNB, TB_Q4RP8_NT,
                  prep_q4_0_rp, dot_q4_0_grp16h)
 
 #endif

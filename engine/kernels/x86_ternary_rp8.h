@@ -249,18 +249,7 @@ TB_INLINE void dotn_tq2_0_half(int nt, const tq2_0_grp16 *G, int64_t nb, int rh,
  * token t. Both paths compute each (row, block, token) integer dot exactly
  * and then the same float steps (convert, d_w * d_a, one FMA per block in
  * block order), so gemm == matvec bit for bit per row. */
-TB_INLINE void dot_tq2_0_grp16(int nt, const tq2_0_grp16 *G, int64_t nb, const block_q8_K *const *a,
-                               const int32_t *const *nsum, rp16h_v *out) {
-    if (nt == 1) {
-        dot1_tq2_0_grp16(G, nb, a[0], nsum[0], out);
-        return;
-    }
-    for (int rh = 0; rh < 2; rh++) {
-        __m256 o[TB_TRP8_NT];
-        dotn_tq2_0_half(nt, G, nb, rh, a, nsum, o);
-        for (int t = 0; t < nt; t++) out[t].h[rh] = o[t];
-    }
-}
+TB_RP16H_DOT(dot_tq2_0_grp16, tq2_0_grp16, block_q8_K, int32_t, TB_TRP8_NT, dot1_tq2_0_grp16, dotn_tq2_0_half)
 
 /* ---------------------------------------------------------------------- */
 /* matvec / gemm                                                            */

@@ -60,6 +60,20 @@ static void str(const char *obj, const char *key, char *out, size_t cap) {
 
 static void check_cpu(const char *obj, int reps, const double *pct_of);
 
+/* obj's `key` is the median of v (n values, sorted here), or null when n
+ * is 0. */
+static void check_median(const char *obj, const char *key, double *v, int n) {
+    char null_field[64];
+    snprintf(null_field, sizeof null_field, "\"%s\": null", key);
+    if (!n) {
+        if (!strstr(obj, null_field)) fail_msg("bench --json: %s is not null over no reps", key);
+        return;
+    }
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    const double want = n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+    assert_true(fabs(num(obj, key) - want) <= 0.01 + 1e-3 * want);
+}
+
 /* The per-rep samples: `reps` tok/s and probe pairs; each rep's roofline %
  * (tok/s x bytes against the higher probe) must give the test's median,
  * and the settled reps (probes within 15 %) their own median. */
@@ -92,13 +106,7 @@ static void check_reps(const char *obj, int reps, double bpt, double pct) {
     const double want = reps % 2 ? all[reps / 2] : (all[reps / 2 - 1] + all[reps / 2]) / 2;
     assert_true(fabs(pct - want) <= 0.01 + 1e-3 * want);
     assert_int_equal((int)num(obj, "settled_reps"), m);
-    if (!m) {
-        if (!strstr(obj, "\"roofline_pct_settled\": null")) fail_msg("bench --json: settled median of no reps");
-        return;
-    }
-    qsort(ok, (size_t)m, sizeof *ok, cmp_double);
-    const double ws = m % 2 ? ok[m / 2] : (ok[m / 2 - 1] + ok[m / 2]) / 2;
-    assert_true(fabs(num(obj, "roofline_pct_settled") - ws) <= 0.01 + 1e-3 * ws);
+    check_median(obj, "roofline_pct_settled", ok, m);
 }
 
 /* The per-rep CPU probes: `reps` pairs of the slowest thread's clock (a
@@ -133,14 +141,7 @@ static void check_cpu(const char *obj, int reps, const double *pct_of) {
     }
     const int got = (int)num(obj, "cpu_full_reps");
     if (got < in || got > in + near) fail_msg("bench --json: %d full-speed reps, want %d (+%d near)", got, in, near);
-    if (near) return;
-    if (!in) {
-        if (!strstr(obj, "\"roofline_pct_cpu_full\": null")) fail_msg("bench --json: full-speed median of no reps");
-        return;
-    }
-    qsort(ok, (size_t)in, sizeof *ok, cmp_double);
-    const double w = in % 2 ? ok[in / 2] : (ok[in / 2 - 1] + ok[in / 2]) / 2;
-    assert_true(fabs(num(obj, "roofline_pct_cpu_full") - w) <= 0.01 + 1e-3 * w);
+    if (!near) check_median(obj, "roofline_pct_cpu_full", ok, in);
 }
 
 static void check_test(const char *obj, const char *name, int reps) {
