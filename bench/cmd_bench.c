@@ -13,7 +13,11 @@
  * roofline lies somewhere between them, and the higher one can charge it
  * for a state it spent only part of its time in. Such reps stay in every
  * figure above; the "settled" figure is the median over the others alone,
- * and the JSON lists every rep's tok/s and probes.
+ * and the JSON lists every rep's tok/s and probes. Beside each bandwidth
+ * probe a CPU probe (tb_cpu_probe) reads the slowest thread's core clock:
+ * a rep whose two are not both within CPU_FULL of the test's best ran with
+ * a core slowed (by the host or the thermals), and the "full-speed"
+ * figure is the median over the others.
  *
  * With several -m files the files take turns inside every rep (A B, then
  * B A, ...), so they see the same machine states, and each file after the
