@@ -53,9 +53,14 @@ def args(argv, doc):
 
 def objects(files):
     """(file, line number, object) for every non-blank line of files, in order; a
-    line that is not a JSON object raises ValueError naming its file and line."""
+    line that is not a JSON object, or a file that cannot be read, raises ValueError
+    naming its file (and line)."""
     for f in files:
-        with open(f) as fh:
+        try:
+            fh = open(f, errors="replace")   # undecodable bytes: "not a JSON object" at their line
+        except OSError as e:
+            raise ValueError(f"{f}: cannot read: {e.strerror}") from None
+        with fh:
             for ln, line in enumerate(fh, 1):
                 if not line.strip():
                     continue

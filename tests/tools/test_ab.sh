@@ -47,6 +47,12 @@ grep -q "$tmp/bad.jsonl:1: no model, test, tokens_per_s, roofline_pct, rep_probe
 tail -1 "$tmp/bad.jsonl" > "$tmp/bad2.jsonl"
 if msg=$(python3 "$src/tools/ab_summary.py" "$tmp/bad2.jsonl" 2>&1); then fail "a non-JSON line accepted"; fi
 grep -q "$tmp/bad2.jsonl:1: not a JSON object" <<<"$msg" || fail "non-JSON message: $msg"
+# a file that cannot be read is named, exit 1 (no traceback); undecodable bytes are a bad line
+if msg=$(python3 "$src/tools/ab_summary.py" "$tmp/missing.jsonl" 2>&1); then fail "a missing file accepted"; fi
+grep -qx "$tmp/missing.jsonl: cannot read: No such file or directory" <<<"$msg" || fail "missing file message: $msg"
+printf '\xff\xfe\n' > "$tmp/bin.jsonl"
+if msg=$(python3 "$src/tools/ab_summary.py" "$tmp/bin.jsonl" 2>&1); then fail "binary input accepted"; fi
+grep -q "$tmp/bin.jsonl:1: not a JSON object" <<<"$msg" || fail "binary input message: $msg"
 sed 's/"ab": "b"/"ab": "c"/' "$src/tests/tools/ab.jsonl" > "$tmp/bad3.jsonl"
 if msg=$(python3 "$src/tools/ab_summary.py" "$tmp/bad3.jsonl" 2>&1); then fail "side c accepted"; fi
 grep -q "bad3.jsonl:3: side \"c\" is neither a nor b" <<<"$msg" || fail "side message: $msg"

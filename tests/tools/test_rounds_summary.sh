@@ -58,6 +58,9 @@ head -1 "$src/tests/tools/rounds.jsonl" > "$bad"
 printf 'not json\n' >> "$bad"
 if msg=$(python3 "$src/tools/rounds_summary.py" "$bad" 2>&1); then fail "bad input accepted"; fi
 grep -q "$bad:2: not a JSON object" <<<"$msg" || fail "bad input message: $msg"
+# a file that cannot be read is named, exit 1 (no traceback)
+if msg=$(python3 "$src/tools/rounds_summary.py" "$bad.missing" 2>&1); then fail "a missing file accepted"; fi
+grep -qx "$bad.missing: cannot read: No such file or directory" <<<"$msg" || fail "missing file message: $msg"
 # an object without the figures it needs, likewise
 printf '{"test": "tg64", "model": "x"}\n' > "$bad"
 if msg=$(python3 "$src/tools/rounds_summary.py" "$bad" 2>&1); then fail "incomplete object accepted"; fi
