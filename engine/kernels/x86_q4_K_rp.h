@@ -426,49 +426,19 @@ TB_INLINE __m256 dot_q4_K_grp8(const q4_K_grp8 *G, int64_t nb, const block_q8_K 
     return acc;
 }
 
-/* y[r] = W[r]·a for r in [r0, r1) on the AVX2 tier's 8-row copy; false
- * when W has none or its rows are too long (the caller runs the file
- * layout). */
-static bool matvec_q4_K_rp8(const void *W, size_t ws, const void *a, float *y, int64_t r0, int64_t r1,
-                            int64_t n) {
-    const int64_t nb = n / QK_K;
-    if (r0 >= r1) return true;
-    if (nb > TB_Q4K_RP8_MAXNB) return false;
-    const q4_K_grp8 *G = tb_repack_lookup(W, ws, TB_ISA_AVX2, TB_TYPE_Q4_K);
-    if (!G) return false;
-    q4krp_act_t pa[TB_Q4K_RP8_MAXNB];   // (nb)
-    prep_q4_K_rp(a, nb, pa);
-    for (int64_t g = r0 / TB_Q4KRP8_ROWS; g * TB_Q4KRP8_ROWS < r1; g++)
-        q4rp8_store(y, g, r0, r1, dot_q4_K_grp8(G + g * nb, nb, a, pa));
-    return true;
+/* matvec_q4_K_rp8 / gemm_q4_K_rp8 (TB_RP8_KERNELS, x86_q4_0_rp.h): each
+ * token runs the single-token body on its prep, TB_Q4KRP8_NT tokens per
+ * pass over a group (one group row of a 2048-column matrix is 9 KB, read
+ * from L1 after the first). Q4_K weights are rarely in a prefill's hot
+ * path (llama.cpp files put them in embeddings and heads, which prefill
+ * reads once per prompt). */
+#define TB_Q4KRP8_NT 8
+TB_INLINE void dotn_q4_K_grp8(int nt, const q4_K_grp8 *G, int64_t nb, const block_q8_K *const *a,
+                              const q4krp_act_t *const *pa, __m256 *out) {
+    for (int t = 0; t < nt; t++) out[t] = dot_q4_K_grp8(G, nb, a[t], pa[t]);
 }
-
-/* Y[t * ldy + r] = W[r]·A[t] on the 8-row copy; false as matvec_q4_K_rp8.
- * Each group is read once per token, from L1 after the first (one group
- * row of a 2048-column matrix is 9 KB); Q4_K weights are rarely in a
- * prefill's hot path (llama.cpp files put them in embeddings and heads,
- * which prefill reads once per prompt). */
-static bool gemm_q4_K_rp8(const void *W, size_t ws, const void *A, size_t as, int64_t nt, float *Y,
-                          int64_t ldy, int64_t r0, int64_t r1, int64_t n) {
-    const int64_t nb = n / QK_K;
-    if (r0 >= r1) return true;
-    if (nb > TB_Q4K_RP8_MAXNB) return false;
-    const q4_K_grp8 *G = tb_repack_lookup(W, ws, TB_ISA_AVX2, TB_TYPE_Q4_K);
-    if (!G) return false;
-    enum { TCH = 32 };   /* tokens per activation-prep chunk */
-    q4krp_act_t prep[TCH * TB_Q4K_RP8_MAXNB];   // (TCH, nb) 48 KiB of stack
-    for (int64_t c0 = 0; c0 < nt; c0 += TCH) {
-        const int64_t ntc = TB_MIN(TCH, nt - c0);
-        for (int64_t t = 0; t < ntc; t++)
-            prep_q4_K_rp((const block_q8_K *)((const uint8_t *)A + (size_t)(c0 + t) * as), nb, prep + t * nb);
-        for (int64_t g = r0 / TB_Q4KRP8_ROWS; g * TB_Q4KRP8_ROWS < r1; g++)
-            for (int64_t t = 0; t < ntc; t++) {
-                const block_q8_K *a = (const block_q8_K *)((const uint8_t *)A + (size_t)(c0 + t) * as);
-                q4rp8_store(Y + (c0 + t) * ldy, g, r0, r1, dot_q4_K_grp8(G + g * nb, nb, a, prep + t * nb));
-            }
-    }
-    return true;
-}
+TB_RP8_KERNELS(q4_K, TB_TYPE_Q4_K, q4_K_grp8, block_q8_K, q4krp_act_t, QK_K, TB_Q4K_RP8_MAXNB, TB_Q4KRP8_NT,
+               prep_q4_K_rp, dotn_q4_K_grp8)
 
 #endif /* __AVX512VNNI__ / AVX2 */
 #endif

@@ -399,35 +399,23 @@ TB_INLINE __m256 dot_q6_K_grp8(const q6_K_grp8 *G, int64_t nb, const block_q8_K 
     return acc;
 }
 
-/* y[r] = W[r]·a for r in [r0, r1) on the 8-row copy; false when W has none
- * or its rows are too long (the caller runs the file layout). */
-static bool matvec_q6_K_rp8(const void *W, size_t ws, const void *a, float *y, int64_t r0, int64_t r1,
-                            int64_t n) {
-    const int64_t nb = n / QK_K;
-    if (r0 >= r1) return true;
-    if (nb > TB_Q6K_RP8_MAXNB) return false;
-    const q6_K_grp8 *G = tb_repack_lookup(W, ws, TB_ISA_AVX2, TB_TYPE_Q6_K);
-    if (!G) return false;
-    for (int64_t g = r0 / TB_Q6KRP8_ROWS; g * TB_Q6KRP8_ROWS < r1; g++)
-        q4rp8_store(y, g, r0, r1, dot_q6_K_grp8(G + g * nb, nb, a));
-    return true;
+/* matvec_q6_K_rp8 / gemm_q6_K_rp8 (TB_RP8_KERNELS, x86_q4_0_rp.h): Q6_K
+ * needs no activation prep; each token runs the single-token body,
+ * TB_Q6KRP8_NT tokens per pass over a group (a group row, 13 KB at 2048
+ * columns, stays in L1 between them). */
+#define TB_Q6KRP8_NT 8
+TB_INLINE void prep_q6_K_rp8(const block_q8_K *a, int64_t nb, uint8_t *none) {
+    (void)a;
+    (void)nb;
+    (void)none;
 }
-
-/* Y[t * ldy + r] = W[r]·A[t] on the 8-row copy, the matvec body once per
- * token (a group row, 13 KB at 2048 columns, stays in L1 between them). */
-static bool gemm_q6_K_rp8(const void *W, size_t ws, const void *A, size_t as, int64_t nt, float *Y,
-                          int64_t ldy, int64_t r0, int64_t r1, int64_t n) {
-    const int64_t nb = n / QK_K;
-    if (r0 >= r1) return true;
-    if (nb > TB_Q6K_RP8_MAXNB) return false;
-    const q6_K_grp8 *G = tb_repack_lookup(W, ws, TB_ISA_AVX2, TB_TYPE_Q6_K);
-    if (!G) return false;
-    for (int64_t g = r0 / TB_Q6KRP8_ROWS; g * TB_Q6KRP8_ROWS < r1; g++)
-        for (int64_t t = 0; t < nt; t++)
-            q4rp8_store(Y + t * ldy, g, r0, r1,
-                        dot_q6_K_grp8(G + g * nb, nb, (const block_q8_K *)((const uint8_t *)A + (size_t)t * as)));
-    return true;
+TB_INLINE void dotn_q6_K_grp8(int nt, const q6_K_grp8 *G, int64_t nb, const block_q8_K *const *a,
+                              const uint8_t *const *none, __m256 *out) {
+    (void)none;
+    for (int t = 0; t < nt; t++) out[t] = dot_q6_K_grp8(G, nb, a[t]);
 }
+TB_RP8_KERNELS(q6_K, TB_TYPE_Q6_K, q6_K_grp8, block_q8_K, uint8_t, QK_K, TB_Q6K_RP8_MAXNB, TB_Q6KRP8_NT,
+               prep_q6_K_rp8, dotn_q6_K_grp8)
 
 #endif /* __AVX512VNNI__ / AVX2 */
 #endif
