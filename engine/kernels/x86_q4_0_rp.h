@@ -209,20 +209,13 @@ typedef struct {
 
 /* DOT, the group body of a 16-row format read as two halves:
  * DOT(nt, G, nb, a, pa, out) runs DOT1(G, nb, a[0], pa[0], out) for one
- * token (both halves at once, each activation broadcast once) and DOTN
- * (nt, G, nb, rh, a, pa, o) for each half rh otherwise. */
-#define TB_RP16H_DOT(DOT, GRP, ABLK, PACT, NT, DOT1, DOTN)                                              \
+ * token and DOTN(nt, G, nb, a, pa, out) for more; both take the two
+ * halves at once, each activation dword broadcast once for both. */
+#define TB_RP16H_DOT(DOT, GRP, ABLK, PACT, DOT1, DOTN)                                                   \
     TB_INLINE void DOT(int nt, const GRP *G, int64_t nb, const ABLK *const *a, const PACT *const *pa,    \
                        rp16h_v *out) {                                                                  \
-        if (nt == 1) {                                                                                  \
-            DOT1(G, nb, a[0], pa[0], out);                                                              \
-            return;                                                                                     \
-        }                                                                                               \
-        for (int rh = 0; rh < 2; rh++) {                                                                \
-            __m256 o[NT];                                                                               \
-            DOTN(nt, G, nb, rh, a, pa, o);                                                              \
-            for (int t = 0; t < nt; t++) out[t].h[rh] = o[t];                                           \
-        }                                                                                               \
+        if (nt == 1) DOT1(G, nb, a[0], pa[0], out);                                                     \
+        else DOTN(nt, G, nb, a, pa, out);                                                               \
     }
 
 /* One group of 16 rows (nb blocks at G) times one activation a (pa its
@@ -267,49 +260,61 @@ TB_INLINE void dot1_q4_0_grp16h(const q4_0_grp *G, int64_t nb, const block_q8_0 
     out->h[1] = acc[1];
 }
 
-/* Row half rh of one group (nb blocks at G) times nt (> 1) activations
- * a[t] (pa[t] their prep): out[t] = the half's 8 results for token t,
- * each code vector extracted once and shared by the tokens (the same int16
- * sums as dot1_q4_0_grp16h). */
-TB_INLINE void dotn_q4_0_half(int nt, const q4_0_grp *G, int64_t nb, int rh, const block_q8_0 *const *a,
-                              const q4rp_act_t *const *pa, __m256 *out) {
-    __m256 acc[TB_Q4RP8_NT];   /* all set: a runtime nt would trip -Wmaybe-uninitialized */
+/* One group of 16 rows (nb blocks at G), both halves, times nt (> 1)
+ * activations a[t] (pa[t] their prep): out[t] = the group's results for
+ * token t. Each code vector is extracted once for the nt tokens and each
+ * activation dword broadcast once for both halves (the same int16 sums as
+ * dot1_q4_0_grp16h). */
+TB_INLINE void dotn_q4_0_grp16h(int nt, const q4_0_grp *G, int64_t nb, const block_q8_0 *const *a,
+                                const q4rp_act_t *const *pa, rp16h_v *out) {
+    __m256 acc[2][TB_Q4RP8_NT];   /* all set: a runtime nt would trip -Wmaybe-uninitialized */
     TB_UNROLL
-    for (int t = 0; t < TB_Q4RP8_NT; t++) acc[t] = _mm256_setzero_ps();
+    for (int t = 0; t < TB_Q4RP8_NT; t++) acc[0][t] = acc[1][t] = _mm256_setzero_ps();
     const __m256i m4 = _mm256_set1_epi8(0x0F), one = _mm256_set1_epi16(1);
     for (int64_t i = 0; i < nb; i++) {
         const q4_0_grp *x = &G[i];
-        __m256i h[TB_Q4RP8_NT];   /* (16) i16 per token: row k in words 2k, 2k + 1 */
+        __m256i h[2][TB_Q4RP8_NT];   /* (16) i16 per row half and token: row k in words 2k, 2k + 1 */
         TB_UNROLL
-        for (int t = 0; t < TB_Q4RP8_NT; t++) h[t] = _mm256_setzero_si256();
+        for (int t = 0; t < TB_Q4RP8_NT; t++) h[0][t] = h[1][t] = _mm256_setzero_si256();
         TB_UNROLL
         for (int c = 0; c < 4; c++) {
-            const __m256i q = loadu256(x->q[c] + 32 * rh);
-            const __m256i lo = _mm256_and_si256(q, m4), hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);
             TB_UNROLL
-            for (int t = 0; t < nt; t++) {
-                const int8_t *y = a[t][i].qs;
-                h[t] = _mm256_add_epi16(h[t], _mm256_maddubs_epi16(lo, _mm256_set1_epi32(ld32(y + 4 * c))));
-                TB_CHAIN(h[t]);
-                h[t] = _mm256_add_epi16(h[t], _mm256_maddubs_epi16(hi, _mm256_set1_epi32(ld32(y + 16 + 4 * c))));
-                TB_CHAIN(h[t]);
+            for (int nib = 0; nib < 2; nib++) {   /* low nibbles: y[4c..], high: y[16 + 4c..] */
+                const __m256i q0 = loadu256(x->q[c]), q1 = loadu256(x->q[c] + 32);
+                const __m256i c0 = _mm256_and_si256(nib ? _mm256_srli_epi16(q0, 4) : q0, m4);
+                const __m256i c1 = _mm256_and_si256(nib ? _mm256_srli_epi16(q1, 4) : q1, m4);
+                TB_UNROLL
+                for (int t = 0; t < nt; t++) {
+                    const __m256i b = _mm256_set1_epi32(ld32(a[t][i].qs + 16 * nib + 4 * c));
+                    h[0][t] = _mm256_add_epi16(h[0][t], _mm256_maddubs_epi16(c0, b));
+                    TB_CHAIN(h[0][t]);
+                    h[1][t] = _mm256_add_epi16(h[1][t], _mm256_maddubs_epi16(c1, b));
+                    TB_CHAIN(h[1][t]);
+                }
             }
         }
-        const __m256 dx = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(x->d + 8 * rh)));   /* (8) */
         TB_UNROLL
-        for (int t = 0; t < nt; t++) {
-            const __m256i p = _mm256_add_epi32(_mm256_madd_epi16(h[t], one), _mm256_set1_epi32(pa[t][i].nsum));
-            acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_mul_ps(dx, _mm256_set1_ps(pa[t][i].d)), acc[t]);
+        for (int rh = 0; rh < 2; rh++) {
+            const __m256 dx = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(x->d + 8 * rh)));   /* (8) */
+            TB_UNROLL
+            for (int t = 0; t < nt; t++) {
+                const __m256i p = _mm256_add_epi32(_mm256_madd_epi16(h[rh][t], one), _mm256_set1_epi32(pa[t][i].nsum));
+                acc[rh][t] =
+                    _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_mul_ps(dx, _mm256_set1_ps(pa[t][i].d)), acc[rh][t]);
+            }
         }
     }
     TB_UNROLL
-    for (int t = 0; t < nt; t++) out[t] = acc[t];
+    for (int t = 0; t < nt; t++) {
+        out[t].h[0] = acc[0][t];
+        out[t].h[1] = acc[1][t];
+    }
 }
 
 /* One group of 16 rows times nt activations: out[t] = its results for
  * token t. Both paths compute the same int16 sums and float steps per
  * (row, block, token), so gemm == matvec bit for bit per row. */
-TB_RP16H_DOT(dot_q4_0_grp16h, q4_0_grp, block_q8_0, q4rp_act_t, TB_Q4RP8_NT, dot1_q4_0_grp16h, dotn_q4_0_half)
+TB_RP16H_DOT(dot_q4_0_grp16h, q4_0_grp, block_q8_0, q4rp_act_t, dot1_q4_0_grp16h, dotn_q4_0_grp16h)
 
 /* Store the lanes of 8-row unit g that fall in [r0, r1) to y + 8 g. */
 TB_INLINE void q4rp8_store(float *y, int64_t g, int64_t r0, int64_t r1, __m256 v) {

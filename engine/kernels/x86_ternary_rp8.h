@@ -200,56 +200,72 @@ TB_INLINE void dot1_tq2_0_grp16(const tq2_0_grp16 *G, int64_t nb, const block_q8
     out->h[1] = acc[1];
 }
 
-/* Row half rh of one group (nb blocks at G) times nt (> 1) activations a[t]
- * (nsum[t] their -sums): out[t] = the half's 8 results for token t. Each
- * code vector is extracted once (shift, mask 3) and shared by the tokens;
- * each token's int16 sum is widened per half block (32 vpmaddubsw). */
-TB_INLINE void dotn_tq2_0_half(int nt, const tq2_0_grp16 *G, int64_t nb, int rh, const block_q8_K *const *a,
-                               const int32_t *const *nsum, __m256 *out) {
-    __m256 acc[TB_TRP8_NT];   /* all set: a runtime nt would trip -Wmaybe-uninitialized */
+/* One group of 16 rows (nb blocks at G), both halves, times nt (> 1)
+ * activations a[t] (nsum[t] their -sums): out[t] = the group's results for
+ * token t. Each activation dword is broadcast once for both row halves and
+ * each code vector extracted once for the nt tokens: per chunk and
+ * token-pair of halves one broadcast, two vpmaddubsw and two adds. */
+TB_INLINE void dotn_tq2_0_grp16(int nt, const tq2_0_grp16 *G, int64_t nb, const block_q8_K *const *a,
+                                const int32_t *const *nsum, rp16h_v *out) {
+    __m256 acc[2][TB_TRP8_NT];   /* all set: a runtime nt would trip -Wmaybe-uninitialized */
     TB_UNROLL
-    for (int t = 0; t < TB_TRP8_NT; t++) acc[t] = _mm256_setzero_ps();
+    for (int t = 0; t < TB_TRP8_NT; t++) acc[0][t] = acc[1][t] = _mm256_setzero_ps();
     const __m256i m3 = _mm256_set1_epi8(3), one = _mm256_set1_epi16(1);
     for (int64_t i = 0; i < nb; i++) {
         const tq2_0_grp16 *x = &G[i];
-        __m256i p[TB_TRP8_NT];   /* (8) i32 per token */
+        __m256i p[2][TB_TRP8_NT];   /* (8) i32 per row half and token */
         TB_UNROLL
-        for (int t = 0; t < TB_TRP8_NT; t++) p[t] = t < nt ? _mm256_set1_epi32(nsum[t][i]) : _mm256_setzero_si256();
+        for (int t = 0; t < TB_TRP8_NT; t++)
+            p[0][t] = p[1][t] = t < nt ? _mm256_set1_epi32(nsum[t][i]) : _mm256_setzero_si256();
         for (int half = 0; half < 2; half++) {
-            __m256i h[TB_TRP8_NT];   /* (16) i16 per token */
+            __m256i h[2][TB_TRP8_NT];   /* (16) i16 per row half and token */
             TB_UNROLL
-            for (int t = 0; t < TB_TRP8_NT; t++) h[t] = _mm256_setzero_si256();
+            for (int t = 0; t < TB_TRP8_NT; t++) h[0][t] = h[1][t] = _mm256_setzero_si256();
             TB_UNROLL
             for (int jj = 0; jj < 8; jj++) {
                 const int j = 8 * half + jj;
-                const __m256i q = trp_chunk(x, j, rh);
+                const __m256i q0 = trp_chunk(x, j, 0), q1 = trp_chunk(x, j, 1);
                 TB_UNROLL
                 for (int l = 0; l < 4; l++) {
-                    const __m256i c = _mm256_and_si256(l ? _mm256_srli_epi16(q, 2 * l) : q, m3);
+                    const __m256i c0 = _mm256_and_si256(l ? _mm256_srli_epi16(q0, 2 * l) : q0, m3);
+                    const __m256i c1 = _mm256_and_si256(l ? _mm256_srli_epi16(q1, 2 * l) : q1, m3);
                     TB_UNROLL
                     for (int t = 0; t < nt; t++) {
-                        h[t] = _mm256_add_epi16(h[t], _mm256_maddubs_epi16(c, bcast8(a[t][i].qs + 128 * half + 32 * l + 4 * jj)));
-                        TB_CHAIN(h[t]);
+                        const __m256i b = bcast8(a[t][i].qs + 128 * half + 32 * l + 4 * jj);
+                        h[0][t] = _mm256_add_epi16(h[0][t], _mm256_maddubs_epi16(c0, b));
+                        TB_CHAIN(h[0][t]);
+                        h[1][t] = _mm256_add_epi16(h[1][t], _mm256_maddubs_epi16(c1, b));
+                        TB_CHAIN(h[1][t]);
                     }
                 }
             }
             TB_UNROLL
-            for (int t = 0; t < nt; t++) p[t] = _mm256_add_epi32(p[t], _mm256_madd_epi16(h[t], one));
+            for (int t = 0; t < nt; t++) {
+                p[0][t] = _mm256_add_epi32(p[0][t], _mm256_madd_epi16(h[0][t], one));
+                p[1][t] = _mm256_add_epi32(p[1][t], _mm256_madd_epi16(h[1][t], one));
+            }
         }
-        const __m256 dx = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(x->d + 8 * rh)));   /* (8) */
         TB_UNROLL
-        for (int t = 0; t < nt; t++)
-            acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p[t]), _mm256_mul_ps(dx, _mm256_set1_ps(a[t][i].d)), acc[t]);
+        for (int rh = 0; rh < 2; rh++) {
+            const __m256 dx = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(x->d + 8 * rh)));   /* (8) */
+            TB_UNROLL
+            for (int t = 0; t < nt; t++)
+                acc[rh][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p[rh][t]), _mm256_mul_ps(dx, _mm256_set1_ps(a[t][i].d)),
+                                             acc[rh][t]);
+        }
     }
     TB_UNROLL
-    for (int t = 0; t < nt; t++) out[t] = acc[t];
+    for (int t = 0; t < nt; t++) {
+        out[t].h[0] = acc[0][t];
+        out[t].h[1] = acc[1][t];
+    }
 }
 
 /* One group of 16 rows times nt activations: out[t] = its results for
  * token t. Both paths compute each (row, block, token) integer dot exactly
  * and then the same float steps (convert, d_w * d_a, one FMA per block in
  * block order), so gemm == matvec bit for bit per row. */
-TB_RP16H_DOT(dot_tq2_0_grp16, tq2_0_grp16, block_q8_K, int32_t, TB_TRP8_NT, dot1_tq2_0_grp16, dotn_tq2_0_half)
+TB_RP16H_DOT(dot_tq2_0_grp16, tq2_0_grp16, block_q8_K, int32_t, dot1_tq2_0_grp16, dotn_tq2_0_grp16)
 
 /* ---------------------------------------------------------------------- */
 /* matvec / gemm                                                            */
