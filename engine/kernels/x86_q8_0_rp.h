@@ -29,12 +29,12 @@
 
 /* Rows of W (file layout, stride ws, n columns) into groups of R rows,
  * (group, block) order, a group block being 8 chunks of 4R bytes (lane k:
- * qs[4c..4c+3] of row k, each byte xor 0x80) then R fp16 d: the AVX-512
- * (R = 16) and AVX2 (R = 8) layouts. Missing rows of the last group are
- * codes 0x80 (w = 0) with d = 0 (their lanes compute 0 and are never
- * stored). Each row is read once in order; its group's blocks are the only
+ * qs[4c..4c+3] of row k, each byte xor flip) then R fp16 d: the AVX-512
+ * (R = 16, flip 0x80: w + 128, unsigned) and AVX2 (R = 8, flip 0: w as is)
+ * layouts. Missing rows of the last group are codes flip (w = 0) with
+ * d = 0 (their lanes compute 0 and are never stored). Each row is read once in order; its group's blocks are the only
  * bytes written meanwhile. */
-TB_INLINE void repack_q8_0_rows(const void *W, size_t ws, int64_t rows, int64_t n, void *out, int R) {
+TB_INLINE void repack_q8_0_rows(const void *W, size_t ws, int64_t rows, int64_t n, void *out, int R, uint8_t flip) {
     const int64_t nb = n / QK8_0, ng = (rows + R - 1) / R;
     const size_t gb = (size_t)R * sizeof(block_q8_0);   /* bytes of one group block */
     for (int64_t g = 0; g < ng; g++) {
@@ -42,7 +42,7 @@ TB_INLINE void repack_q8_0_rows(const void *W, size_t ws, int64_t rows, int64_t 
         const int kn = (int)TB_MIN(R, rows - g * R);
         if (kn < R)   /* full groups: every byte is written below */
             for (int64_t i = 0; i < nb; i++) {
-                memset(og + (size_t)i * gb, 0x80, 32 * (size_t)R);
+                memset(og + (size_t)i * gb, flip, 32 * (size_t)R);
                 memset(og + (size_t)i * gb + 32 * (size_t)R, 0, 2 * (size_t)R);
             }
         for (int k = 0; k < kn; k++) {
@@ -52,7 +52,7 @@ TB_INLINE void repack_q8_0_rows(const void *W, size_t ws, int64_t rows, int64_t 
                 uint32_t v[8];
                 memcpy(v, x[i].qs, sizeof v);
                 for (int c = 0; c < 8; c++) {
-                    const uint32_t u = v[c] ^ 0x80808080u;
+                    const uint32_t u = v[c] ^ (0x01010101u * flip);
                     memcpy(o + 4 * R * c + 4 * k, &u, 4);
                 }
                 memcpy(o + 32 * R + 2 * k, &x[i].d, 2);
@@ -86,7 +86,7 @@ static_assert(sizeof(q8_0_grp) == TB_Q8RP_ROWS * sizeof(block_q8_0), "q8_0_grp s
 
 /* Repack `rows` rows of W into 16-row groups (repack_q8_0_rows). */
 static void repack_q8_0(const void *W, size_t ws, int64_t rows, int64_t n, void *out) {
-    repack_q8_0_rows(W, ws, rows, n, out, TB_Q8RP_ROWS);
+    repack_q8_0_rows(W, ws, rows, n, out, TB_Q8RP_ROWS, 0x80);
 }
 
 /* ---------------------------------------------------------------------- */
@@ -183,68 +183,57 @@ TB_RP16_KERNELS(q8_0, TB_TYPE_Q8_0, q8_0_grp, block_q8_0, q8rp_act_t, QK8_0, TB_
  * prep_q4_0_rp, and its lane store, q4rp8_store). One group of 8 rows, one
  * block: 272 bytes = 8 file blocks:
  *   [0 .. 255]    8 chunks c of 32 bytes: lane k holds qs[4c..4c+3] of
- *                 row k, each byte xor 0x80 (w + 128, unsigned)
+ *                 row k (w, signed, as in the file)
  *   [256 .. 271]  d of rows 0..7 (fp16)
- * vpmaddubsw of u = w + 128 (up to 255) by a signed activation byte pair
- * can reach 2 * 255 * 128 > 2^15 and saturate, so each code byte is split
- * into its nibbles, u = 16 uh + ul, and each nibble vector is multiplied
- * by the same broadcast activation dword: 8 chunks of |.| <= 2 * 15 * 128
- * summed in int16 stay below 2^15, and per (row, block)
- *   dot = 16 (sum uh y - 8 sum y) + sum ul y            (= sum w y, exact)
- * with -8 sum y the prep's nsum (Q4_0's offset, the same activation
- * format). The float steps are one convert, d_w * d_a and one FMA per
- * block in block order, one chain per token, so gemm == matvec bit for
- * bit. The file-layout kernel (x86_int.h) gets w * a as |w| * vpsign(a,
- * w), whose negation of a = -128 wraps (wrong for a = -128 with w < 0, a
- * byte the activation quantizer never writes: its scale is amax / 127);
- * this copy is exact for every byte pair. */
+ * w y = |w| sign(y, w): one vpabsb per chunk (shared by the tokens), and
+ * per token a vpsignb of the broadcast activation dword, one vpmaddubsw
+ * (|w| <= 128 unsigned times |y| <= 127: pairs <= 2 * 128 * 127 < 2^15)
+ * and one vpmaddwd widening it into the int32 sum (6 ops per chunk and
+ * token where splitting u = w + 128 into nibbles took 8). Exact for every
+ * activation the quantizer writes (scale amax / 127, so y != -128: the
+ * negation of -128 would wrap) and every code; the float steps are one
+ * convert, d_w * d_a and one FMA per block in block order, one chain per
+ * token, so gemm == matvec bit for bit. */
 #define TB_Q8RP8_ROWS 8
-#define TB_Q8RP8_NT 2        /* tokens per gemm pass (16 YMM registers)    */
+#define TB_Q8RP8_NT 4        /* tokens per gemm pass                        */
 typedef struct {
-    uint8_t q[8][32];
+    int8_t q[8][32];
     tb_fp16_t d[TB_Q8RP8_ROWS];
 } q8_0_grp8;
 static_assert(sizeof(q8_0_grp8) == TB_Q8RP8_ROWS * sizeof(block_q8_0), "q8_0_grp8 size");
 
 static void repack_q8_0_8(const void *W, size_t ws, int64_t rows, int64_t n, void *out) {
-    repack_q8_0_rows(W, ws, rows, n, out, TB_Q8RP8_ROWS);
+    repack_q8_0_rows(W, ws, rows, n, out, TB_Q8RP8_ROWS, 0);
 }
 
 /* One group of 8 rows (nb blocks at G) times nt activations a[t] (pa[t]
- * their prep): out[t] = the 8 rows' results for token t. */
+ * their prep; its d): out[t] = the 8 rows' results for token t. */
 TB_INLINE void dot_q8_0_grp8(int nt, const q8_0_grp8 *G, int64_t nb, const block_q8_0 *const *a,
                              const q4rp_act_t *const *pa, __m256 *out) {
     __m256 acc[TB_Q8RP8_NT];   /* all set: a runtime nt would trip -Wmaybe-uninitialized */
     TB_UNROLL
     for (int t = 0; t < TB_Q8RP8_NT; t++) acc[t] = _mm256_setzero_ps();
-    const __m256i m4 = _mm256_set1_epi8(0x0F), one = _mm256_set1_epi16(1);
+    const __m256i one = _mm256_set1_epi16(1);
     const uint32_t pf = nt == 1 ? tb_pf_bytes : 0;
     for (int64_t i = 0; i < nb; i++) {
         const q8_0_grp8 *x = &G[i];
         tb_pf_block(x, sizeof *x, pf);
-        __m256i hl[TB_Q8RP8_NT], hh[TB_Q8RP8_NT];   /* (16) i16 per token: low / high nibble sums */
+        __m256i s[TB_Q8RP8_NT];   /* (8) i32 per token */
         TB_UNROLL
-        for (int t = 0; t < TB_Q8RP8_NT; t++) hl[t] = hh[t] = _mm256_setzero_si256();
+        for (int t = 0; t < TB_Q8RP8_NT; t++) s[t] = _mm256_setzero_si256();
         TB_UNROLL
         for (int c = 0; c < 8; c++) {
-            const __m256i q = _mm256_loadu_si256((const __m256i *)x->q[c]);
-            const __m256i lo = _mm256_and_si256(q, m4), hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);
+            const __m256i w = _mm256_loadu_si256((const __m256i *)x->q[c]), aw = _mm256_abs_epi8(w);
             TB_UNROLL
             for (int t = 0; t < nt; t++) {
-                const __m256i y = _mm256_set1_epi32(ld32(a[t][i].qs + 4 * c));
-                hl[t] = _mm256_add_epi16(hl[t], _mm256_maddubs_epi16(lo, y));
-                TB_CHAIN(hl[t]);
-                hh[t] = _mm256_add_epi16(hh[t], _mm256_maddubs_epi16(hi, y));
-                TB_CHAIN(hh[t]);
+                const __m256i y = _mm256_sign_epi8(_mm256_set1_epi32(ld32(a[t][i].qs + 4 * c)), w);
+                s[t] = _mm256_add_epi32(s[t], _mm256_madd_epi16(_mm256_maddubs_epi16(aw, y), one));
             }
         }
         const __m256 dx = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)x->d));   /* (8) */
         TB_UNROLL
-        for (int t = 0; t < nt; t++) {
-            const __m256i ph = _mm256_add_epi32(_mm256_madd_epi16(hh[t], one), _mm256_set1_epi32(pa[t][i].nsum));
-            const __m256i p = _mm256_add_epi32(_mm256_slli_epi32(ph, 4), _mm256_madd_epi16(hl[t], one));
-            acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_mul_ps(dx, _mm256_set1_ps(pa[t][i].d)), acc[t]);
-        }
+        for (int t = 0; t < nt; t++)
+            acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s[t]), _mm256_mul_ps(dx, _mm256_set1_ps(pa[t][i].d)), acc[t]);
     }
     TB_UNROLL
     for (int t = 0; t < nt; t++) out[t] = acc[t];

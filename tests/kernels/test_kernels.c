@@ -137,12 +137,15 @@ static void test_quantize_act(void **state) {
     for_each_tier(k) {
         for (size_t i = 0; i < TB_ARRAY_LEN(types); i++) {
             tb_type_t wt = types[i], at = tb_type_traits(wt)->vec_dot_type;
-            for (int rep = 0; rep < 4; rep++) {
+            for (int rep = 0; rep < 5; rep++) {
                 int64_t n = rand_cols(wt);
                 float *x = rand_f32(1, n);   // (n)
                 if (rep == 1) memset(x, 0, sizeof(float) * (size_t)TB_MIN(n, 256));  /* zero block */
                 if (rep == 2)   /* exact ties of the rounding: halves of the step */
                     for (int64_t j = 0; j < n; j++) x[j] = (float)((j % 255) - 127) * 0.5f;
+                if (rep == 3)   /* every block's max |x| a negative value, scales 2^-40 .. 2^40 */
+                    for (int64_t j = 0; j < n; j++)
+                        x[j] = (j % 2 ? -1.0f : 0.999f) * ldexpf(1.0f + (float)(j % 7) / 64.0f, (int)(j / 32 % 81) - 40);
                 size_t ab = tb_type_row_bytes(at, n);
                 uint8_t *want = xalloc(ab), *got = xalloc(ab);
                 memset(got, 0xA5, ab);
@@ -151,6 +154,15 @@ static void test_quantize_act(void **state) {
                 if (memcmp(want, got, ab) != 0)
                     fail_msg("%s: quantize_act for %s (n %lld, rep %d) differs from %s_ref",
                              tb_isa_name(k->isa), tb_type_name(wt), (long long)n, rep, tb_type_name(at));
+                /* Q8_0 activation codes stay in -127..127 (d = max|x| / 127): the
+                 * AVX2 repacked Q8_0 kernel multiplies by vpsignb, which would
+                 * wrap a -128. */
+                if (at == TB_TYPE_Q8_0)
+                    for (int64_t b = 0; b < n / QK8_0; b++)
+                        for (int j = 0; j < QK8_0; j++)
+                            if (((const block_q8_0 *)got)[b].qs[j] == -128)
+                                fail_msg("%s: quantize_act for %s (rep %d) wrote -128 at block %lld",
+                                         tb_isa_name(k->isa), tb_type_name(wt), rep, (long long)b);
                 free(x); free(want); free(got);
             }
         }

@@ -444,13 +444,14 @@ static void test_q8_0_shapes(void **state) {
 }
 
 /* Q8_0 on the repacked layout with hand-made extremes: codes -128 and +127
- * (every code byte through the xor 0x80 unsigned form), activations all
- * -128 or all +127 (the largest block sums: the -128 * sum offset), every
+ * (AVX-512: every code byte through the xor 0x80 unsigned form; AVX2: |w|
+ * = 128 as an unsigned byte), activations all -127 or all +127 (the
+ * largest block sums; -127 is the quantizer's floor, see test_kernels), every
  * row its own scale (powers of two 2^-8 .. 2^7 in a pattern that differs
  * between neighbouring rows and from block to block, so a scale read from
  * the wrong lane, row or block is far outside the budget), row counts and
- * [r0, r1) that cut 16-row groups, 20 tokens (two full gemm passes of 8
- * and a tail of 4). matvec within budget of the _ref, gemm bit-identical to
+ * [r0, r1) that cut 16-row groups, 20 tokens (full gemm passes of 8 or 4
+ * and tails). matvec within budget of the _ref, gemm bit-identical to
  * matvec, rows outside [r0, r1) untouched. */
 static void test_q8_0_extremes(void **state) {
     (void)state;
@@ -476,8 +477,8 @@ static void test_q8_0_extremes(void **state) {
             for (int64_t i = 0; i < nb; i++) {
                 block_q8_0 *y = (block_q8_0 *)(A + as * (size_t)t) + i;
                 y->d = tb_fp32_to_fp16(t < 2 ? 1.0f : 0.01f * (1.5f + frand()));
-                for (int j = 0; j < QK8_0; j++)
-                    y->qs[j] = (int8_t)(t == 0 ? -128 : t == 1 ? 127 : (int)(rnd() & 0xFF) - 128);
+                for (int j = 0; j < QK8_0; j++)   /* the quantizer's range, -127..127 (test_kernels) */
+                    y->qs[j] = (int8_t)(t == 0 ? -127 : t == 1 ? 127 : (int)(rnd() % 255) - 127);
             }
         check_registered(TB_TYPE_Q8_0, W, ws, rows, n, A, as, NT, r0, r1, "q8_0 extremes");
     }
