@@ -32,8 +32,8 @@
  * qs[4c..4c+3] of row k, each byte xor flip) then R fp16 d: the AVX-512
  * (R = 16, flip 0x80: w + 128, unsigned) and AVX2 (R = 8, flip 0: w as is)
  * layouts. Missing rows of the last group are codes flip (w = 0) with
- * d = 0 (their lanes compute 0 and are never stored). Each row is read once in order; its group's blocks are the only
- * bytes written meanwhile. */
+ * d = 0 (their lanes compute 0 and are never stored). Each row is read
+ * once in order; its group's blocks are the only bytes written meanwhile. */
 TB_INLINE void repack_q8_0_rows(const void *W, size_t ws, int64_t rows, int64_t n, void *out, int R, uint8_t flip) {
     const int64_t nb = n / QK8_0, ng = (rows + R - 1) / R;
     const size_t gb = (size_t)R * sizeof(block_q8_0);   /* bytes of one group block */
@@ -207,7 +207,8 @@ static void repack_q8_0_8(const void *W, size_t ws, int64_t rows, int64_t n, voi
 }
 
 /* One group of 8 rows (nb blocks at G) times nt activations a[t] (pa[t]
- * their prep; its d): out[t] = the 8 rows' results for token t. */
+ * their prep, of which this reads d): out[t] = the 8 rows' results for
+ * token t. */
 TB_INLINE void dot_q8_0_grp8(int nt, const q8_0_grp8 *G, int64_t nb, const block_q8_0 *const *a,
                              const q4rp_act_t *const *pa, __m256 *out) {
     __m256 acc[TB_Q8RP8_NT];   /* all set: a runtime nt would trip -Wmaybe-uninitialized */
