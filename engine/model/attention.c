@@ -281,6 +281,12 @@ static void prep_worker(void *arg, int ith, int nth) {
     tb_pass_clock_mark(c->clk, ith, TB_CLK_DONE);
 }
 
+/* Attention of the chunk's (token, kv head) items. A token attends to
+ * every position before it, so contiguous ranges of tokens would give the
+ * last thread most of a causal chunk's work (3/4 of it at 2 threads from
+ * position 0): the threads take the items in turn instead (with an even
+ * number of kv heads, each thread its heads for every token). Each item
+ * is one thread's, so the results do not depend on who takes it. */
 static void attend_worker(void *arg, int ith, int nth) {
     const att_ctx *c = arg;
     const int nkv = c->s->m->info.n_head_kv;
@@ -293,8 +299,7 @@ static void attend_worker(void *arg, int ith, int nth) {
             attend(c, c->t_only, (int)g, ith);
         }
     } else {
-        split((int64_t)c->n * nkv, ith, nth, &i0, &i1);
-        for (int64_t it = i0; it < i1; it++) attend(c, (int32_t)(it / nkv), (int)(it % nkv), ith);
+        for (int64_t it = ith; it < (int64_t)c->n * nkv; it += nth) attend(c, (int32_t)(it / nkv), (int)(it % nkv), ith);
     }
     tb_pass_clock_mark(c->clk, ith, TB_CLK_DONE);
 }
