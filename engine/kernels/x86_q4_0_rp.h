@@ -193,9 +193,8 @@ TB_RP16_KERNELS(q4_0, TB_TYPE_Q4_0, q4_0_grp, block_q8_0, q4rp_act_t, QK4_0, TB_
 /* ---------------------------------------------------------------------- */
 
 #define TB_Q4RP8_ROWS 8      /* rows of one YMM of results (a half)        */
-#define TB_Q4RP16H_ROWS 16   /* rows per group: two halves, one stream      */
+#define TB_Q4RP16H_ROWS TB_Q4RP_ROWS   /* rows per group: two halves, one stream */
 #define TB_Q4RP8_NT 4        /* tokens per gemm pass (16 YMM registers)    */
-static_assert(TB_Q4RP16H_ROWS == TB_Q4RP_ROWS, "AVX2 reads the 16-row q4_0_grp");
 /* AVX2 reads q4_0_grp as two 8-row halves: a YMM load of bytes 32h.. of a
  * chunk is half h's 8 rows x 4 code bytes, d[8h..] their scales. 16 rows
  * so that a decode matvec broadcasts each activation dword once for both
