@@ -179,8 +179,8 @@ TB_RP16_KERNELS(q8_0, TB_TYPE_Q8_0, q8_0_grp, block_q8_0, q8rp_act_t, QK8_0, TB_
 /* AVX2: 8 rows per group                                                   */
 /* ---------------------------------------------------------------------- */
 
-/* Included by tier_avx2.c after x86_q4_0_rp.h (its Q8_0 activation prep,
- * prep_q4_0_rp, and its lane store, q4rp8_store). One group of 8 rows, one
+/* Included by tier_avx2.c after x86_q4_0_rp.h (its lane store,
+ * q4rp8_store). One group of 8 rows, one
  * block: 272 bytes = 8 file blocks:
  *   [0 .. 255]    8 chunks c of 32 bytes: lane k holds qs[4c..4c+3] of
  *                 row k (w, signed, as in the file)
@@ -206,11 +206,16 @@ static void repack_q8_0_8(const void *W, size_t ws, int64_t rows, int64_t n, voi
     repack_q8_0_rows(W, ws, rows, n, out, TB_Q8RP8_ROWS, 0);
 }
 
-/* One group of 8 rows (nb blocks at G) times nt activations a[t] (pa[t]
- * their prep, of which this reads d): out[t] = the 8 rows' results for
- * token t. */
+/* da[i] = block i's activation scale as f32, for the nb blocks of a: the
+ * signed codes need no offset sum. */
+TB_INLINE void prep_q8_0_rp8(const block_q8_0 *a, int64_t nb, float *da) {
+    for (int64_t i = 0; i < nb; i++) da[i] = fp16_f32(a[i].d);
+}
+
+/* One group of 8 rows (nb blocks at G) times nt activations a[t] (da[t]
+ * their scales): out[t] = the 8 rows' results for token t. */
 TB_INLINE void dot_q8_0_grp8(int nt, const q8_0_grp8 *G, int64_t nb, const block_q8_0 *const *a,
-                             const q4rp_act_t *const *pa, __m256 *out) {
+                             const float *const *da, __m256 *out) {
     __m256 acc[TB_Q8RP8_NT];   /* all set: a runtime nt would trip -Wmaybe-uninitialized */
     TB_UNROLL
     for (int t = 0; t < TB_Q8RP8_NT; t++) acc[t] = _mm256_setzero_ps();
@@ -234,15 +239,14 @@ TB_INLINE void dot_q8_0_grp8(int nt, const q8_0_grp8 *G, int64_t nb, const block
         const __m256 dx = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)x->d));   /* (8) */
         TB_UNROLL
         for (int t = 0; t < nt; t++)
-            acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s[t]), _mm256_mul_ps(dx, _mm256_set1_ps(pa[t][i].d)), acc[t]);
+            acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s[t]), _mm256_mul_ps(dx, _mm256_set1_ps(da[t][i])), acc[t]);
     }
     TB_UNROLL
     for (int t = 0; t < nt; t++) out[t] = acc[t];
 }
 
-/* matvec_q8_0_rp8 / gemm_q8_0_rp8 (TB_RP8_KERNELS, x86_q4_0_rp.h), on
- * Q4_0's activation prep. */
-TB_RP8_KERNELS(q8_0, TB_TYPE_Q8_0, q8_0_grp8, block_q8_0, q4rp_act_t, QK8_0, TB_Q4RP_MAXNB, TB_Q8RP8_NT, prep_q4_0_rp,
+/* matvec_q8_0_rp8 / gemm_q8_0_rp8 (TB_RP8_KERNELS, x86_q4_0_rp.h). */
+TB_RP8_KERNELS(q8_0, TB_TYPE_Q8_0, q8_0_grp8, block_q8_0, float, QK8_0, TB_Q4RP_MAXNB, TB_Q8RP8_NT, prep_q8_0_rp8,
                dot_q8_0_grp8)
 
 #endif /* __AVX512VNNI__ / AVX2 */
