@@ -14,10 +14,11 @@
  * for a state it spent only part of its time in. Such reps stay in every
  * figure above; the "settled" figure is the median over the others alone,
  * and the JSON lists every rep's tok/s and probes. Beside each bandwidth
- * probe a CPU probe (tb_cpu_probe) reads the slowest thread's core clock:
- * a rep whose two are not both within CPU_FULL of the test's best ran with
- * a core slowed (by the host or the thermals), and the "full-speed"
- * figure is the median over the others.
+ * probe a CPU probe reads the slowest thread's core clock (tb_cpu_probe)
+ * and vector throughput (tb_cpu_probe_vec): a rep whose two clocks or two
+ * vector figures are not all within CPU_FULL of the test's best ran with a
+ * core slowed (by the host, the thermals, or an SMT sibling sharing its
+ * vector units), and the "full-speed" figure is the median over the others.
  *
  * With several -m files the files take turns inside every rep (A B, then
  * B A, ...), so they see the same machine states, and each file after the
@@ -73,6 +74,9 @@ typedef struct {
     int cpu_full;                       /* reps at full speed (CPU_FULL)           */
     double roofline_pct_cpu_full;       /* median over those reps; NAN when none   */
     double cpu_min, cpu_max;            /* over every CPU probe of the test        */
+    double *vec;                        /* (reps, 2) the slowest thread's vector ops per ns,
+                                           same probes                             */
+    double vec_min, vec_max;
     /* decode only (tok_n > 0): the latency of every timed token of every rep */
     size_t tok_n;                       /* tokens timed: reps x N                  */
     double tok_ms_p50, tok_ms_p90, tok_ms_p99, tok_ms_max;
@@ -220,7 +224,7 @@ static void tok_stats(const double *lat, size_t m, bench_result_t *r) {
 
 /* r->settled and r->roofline_pct_settled from the reps' bandwidth probes
  * and their roofline percentages pct (R); r->cpu_full, its median and the
- * CPU probes' range from the CPU probes. */
+ * CPU probes' ranges (clock, vector) from the CPU probes. */
 static int settled_pct(bench_result_t *r, const double *pct, int R) {
     double *ok = malloc(sizeof(double) * (size_t)(R > 0 ? R : 1));
     if (!ok) {
@@ -235,13 +239,18 @@ static int settled_pct(bench_result_t *r, const double *pct, int R) {
     r->settled = m;
     r->roofline_pct_settled = m ? tb_stats_median(ok, (size_t)m) : NAN;
     r->cpu_min = r->cpu_max = r->cpu[0];
+    r->vec_min = r->vec_max = r->vec[0];
     for (int i = 1; i < 2 * R; i++) {
         r->cpu_min = fmin(r->cpu_min, r->cpu[i]);
         r->cpu_max = fmax(r->cpu_max, r->cpu[i]);
+        r->vec_min = fmin(r->vec_min, r->vec[i]);
+        r->vec_max = fmax(r->vec_max, r->vec[i]);
     }
     m = 0;
     for (int i = 0; i < R; i++)
-        if (fmin(r->cpu[2 * i], r->cpu[2 * i + 1]) >= CPU_FULL * r->cpu_max) ok[m++] = pct[i];
+        if (fmin(r->cpu[2 * i], r->cpu[2 * i + 1]) >= CPU_FULL * r->cpu_max &&
+            fmin(r->vec[2 * i], r->vec[2 * i + 1]) >= CPU_FULL * r->vec_max)
+            ok[m++] = pct[i];
     r->cpu_full = m;
     r->roofline_pct_cpu_full = m ? tb_stats_median(ok, (size_t)m) : NAN;
     free(ok);
@@ -267,8 +276,9 @@ static int bench_test(bench_var_t *v, int nv, const bench_opts_t *o, bool batch,
         r->tps = calloc((size_t)R, sizeof(double));
         r->probe = calloc((size_t)R * 2, sizeof(double));
         r->cpu = calloc((size_t)R * 2, sizeof(double));
+        r->vec = calloc((size_t)R * 2, sizeof(double));
         r->tok_lat = batch ? NULL : calloc((size_t)R * (size_t)n, sizeof(double));   /* (R, n) */
-        nomem |= !r->tps || !r->probe || !r->cpu || (!batch && !r->tok_lat);
+        nomem |= !r->tps || !r->probe || !r->cpu || !r->vec || (!batch && !r->tok_lat);
     }
     if (nomem) {
         free(buf);
@@ -281,12 +291,12 @@ static int bench_test(bench_var_t *v, int nv, const bench_opts_t *o, bool batch,
     for (int k = 0; k < nv && !rc; k++)
         if ((rc = time_eval(v[k].s, v[k].info.n_vocab, batch ? 0 : o->ctx, n, batch, PROF_NONE, &warm, NULL)))
             bad = k;
-    double cpu = 0;
+    double cpu = 0, vec = 0;
     if (!rc) rc = cmd_probe(o->threads, bw);
-    if (!rc) rc = cmd_cpu_probe(o->threads, &cpu);
+    if (!rc) rc = cmd_cpu_probe(o->threads, &cpu, &vec);
     for (int i = 0; !rc && i < R; i++)
         for (int step = 0; !rc && step < (turns ? 1 : nv); step++) {
-            const double before = *bw, cpu_before = cpu;
+            const double before = *bw, cpu_before = cpu, vec_before = vec;
             const int k0 = turns ? 0 : i % 2 ? nv - 1 - step : step, k1 = turns ? nv : k0 + 1;
             if (turns) rc = turns_rep(v, nv, o->ctx, n, i, ti, &bad);
             else {
@@ -296,7 +306,7 @@ static int bench_test(bench_var_t *v, int nv, const bench_opts_t *o, bool batch,
                 if (rc) bad = k0;
             }
             if (!rc) rc = cmd_probe(o->threads, bw);
-            if (!rc) rc = cmd_cpu_probe(o->threads, &cpu);
+            if (!rc) rc = cmd_cpu_probe(o->threads, &cpu, &vec);
             for (int k = k0; k < k1; k++) {   /* the variants this probe pair bracketed */
                 const size_t at = (size_t)k * (size_t)R + (size_t)i;
                 roof[at] = before > *bw ? before : *bw;
@@ -305,6 +315,8 @@ static int bench_test(bench_var_t *v, int nv, const bench_opts_t *o, bool batch,
                 v[k].res[ti].probe[2 * i + 1] = *bw;
                 v[k].res[ti].cpu[2 * i] = cpu_before;
                 v[k].res[ti].cpu[2 * i + 1] = cpu;
+                v[k].res[ti].vec[2 * i] = vec_before;
+                v[k].res[ti].vec[2 * i + 1] = vec;
             }
         }
     if (bad >= 0) say_err(v[bad].path);
@@ -453,7 +465,8 @@ static void print_profile(const char *path, const tb_profile_t *p, const tb_byte
 
 /* The per-rep samples of a test: tok/s and the probes either side (the
  * rep is charged against the higher), the settled count and its median;
- * the CPU probes either side, the full-speed count and its median. */
+ * the CPU probes either side (clock, vector), the full-speed count and its
+ * median. */
 static void print_json_reps(const bench_result_t *r, int R) {
     printf(", \"rep_tokens_per_s\": [");
     for (int i = 0; i < R; i++) printf("%s%.3f", i ? ", " : "", r->tps[i]);
@@ -464,6 +477,8 @@ static void print_json_reps(const bench_result_t *r, int R) {
     else printf("null");
     printf(", \"rep_cpu_ghz\": [");
     for (int i = 0; i < R; i++) printf("%s[%.3f, %.3f]", i ? ", " : "", r->cpu[2 * i], r->cpu[2 * i + 1]);
+    printf("], \"rep_vec_gops\": [");
+    for (int i = 0; i < R; i++) printf("%s[%.3f, %.3f]", i ? ", " : "", r->vec[2 * i], r->vec[2 * i + 1]);
     printf("], \"cpu_full_reps\": %d, \"roofline_pct_cpu_full\": ", r->cpu_full);
     if (r->cpu_full) printf("%.2f", r->roofline_pct_cpu_full);
     else printf("null");
@@ -622,10 +637,10 @@ static void print_table(const bench_var_t *v, int nv, int n_res, const bench_rat
         for (int k = 0; k < nv; k++) {
             const bench_result_t *r = &v[k].res[t];
             if (r->cpu_full == o->reps) continue;
-            printf("# %s%s%s: %d of %d reps ran at full speed (both CPU probes, slowest thread, >= %.0f%% of the "
-                   "best: %.2f GHz; they read %.2f-%.2f)", r->test, nv > 1 ? " " : "",
-                   nv > 1 ? base_name(v[k].path) : "", r->cpu_full, o->reps, 100.0 * CPU_FULL, r->cpu_max,
-                   r->cpu_min, r->cpu_max);
+            printf("# %s%s%s: %d of %d reps ran at full speed (clock and vector probes either side, slowest thread, "
+                   ">= %.0f%% of the best: clock %.2f GHz, read %.2f-%.2f; vector %.2f ops/ns, read %.2f-%.2f)", r->test,
+                   nv > 1 ? " " : "", nv > 1 ? base_name(v[k].path) : "", r->cpu_full, o->reps, 100.0 * CPU_FULL,
+                   r->cpu_max, r->cpu_min, r->cpu_max, r->vec_max, r->vec_min, r->vec_max);
             if (r->cpu_full) printf(": %.1f%% of roofline over those\n", r->roofline_pct_cpu_full);
             else printf("\n");
         }
@@ -735,6 +750,7 @@ static void var_close(bench_var_t *v) {
         free(v->res[t].tps);
         free(v->res[t].probe);
         free(v->res[t].cpu);
+        free(v->res[t].vec);
         free(v->res[t].tok_lat);
     }
 }

@@ -42,16 +42,20 @@ int cmd_probe(int threads, double *gbps) {
     return rc;
 }
 
-int cmd_cpu_probe(int threads, double *ghz_min) {
-    double g[64];
+int cmd_cpu_probe(int threads, double *ghz_min, double *vec_min) {
+    double g[64], v[64];
     int rc = tb_cpu_probe(threads, 3, g);
+    if (!rc) rc = tb_cpu_probe_vec(threads, 3, v);
     if (rc) {
         fprintf(stderr, "ternbench: CPU probe failed: %s\n", tb_last_error());
         return rc;
     }
     *ghz_min = g[0];
-    for (int i = 1; i < threads; i++)
+    *vec_min = v[0];
+    for (int i = 1; i < threads; i++) {
         if (g[i] < *ghz_min) *ghz_min = g[i];
+        if (v[i] < *vec_min) *vec_min = v[i];
+    }
     return TB_OK;
 }
 

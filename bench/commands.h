@@ -36,6 +36,6 @@ int cmd_probe(int threads, double *gbps);
 /* The slowest of `threads` threads' effective core clock in GHz now
  * (tb_cpu_probe, best of 3 passes each); 0, or the engine's code after
  * printing it. */
-int cmd_cpu_probe(int threads, double *ghz_min);
+int cmd_cpu_probe(int threads, double *ghz_min, double *vec_min);
 
 #endif

@@ -51,11 +51,12 @@ static int freq_range(sqlite3 *db, int64_t test_id, double *lo, double *hi) {
     return ok;
 }
 
-/* The slowest and fastest of a test's per-repetition core clock probes
- * (cpu_ghz_min: the slowest thread's, after each repetition); 0 when it
- * has fewer than two. */
-static int probe_range(const rp_test_t *t, double *lo, double *hi) {
-    const rp_metric_t *m = rp_metric(t, "cpu_ghz_min");
+/* The slowest and fastest of a test's per-repetition CPU probes `name`
+ * (cpu_ghz_min, the core clock, or vec_gops_min, the vector throughput:
+ * the slowest thread's, after each repetition); 0 when it has fewer than
+ * two. */
+static int probe_range(const rp_test_t *t, const char *name, double *lo, double *hi) {
+    const rp_metric_t *m = rp_metric(t, name);
     if (!m || m->n < 2) return 0;
     *lo = *hi = m->vals[0];
     for (int i = 1; i < m->n; i++) {
@@ -66,19 +67,26 @@ static int probe_range(const rp_test_t *t, double *lo, double *hi) {
 }
 
 /* The throttle verdict of a test, from its recorded thermal state, the
- * CPU frequency samples, its core clock probes and its stability. A core
- * whose probe fell under 85 % of the test's best (bench's full-speed
- * rule) ran slowed by the host or its thermals. */
+ * CPU frequency samples, its core clock and vector probes and its
+ * stability. A core whose clock probe fell under 85 % of the test's best
+ * (bench's full-speed rule) ran slowed by the host or its thermals; one
+ * whose vector probe fell so with its clock steady shared its vector
+ * units (an SMT sibling on the host). */
 static const char *verdict(rp_ctx_t *c, const rp_test_t *t, char *b, size_t n) {
     double lo, hi, plo, phi, stab = rp_value(t, "stability_pct");
     int freq = freq_range(c->set->db, t->id, &lo, &hi);
     if (!strcmp(t->thermal, "throttled")) snprintf(b, n, "throttled");
     else if (freq && hi > 0 && lo < 0.9 * hi) snprintf(b, n, "throttled (CPU clock fell to %.0f%%)", 100 * lo / hi);
-    else if (probe_range(t, &plo, &phi) && phi > 0 && plo < 0.85 * phi)
+    else if (probe_range(t, "cpu_ghz_min", &plo, &phi) && phi > 0 && plo < 0.85 * phi)
         snprintf(b, n, "cores slowed (clock probe fell to %.0f%%: %.2f of %.2f GHz)", 100 * plo / phi, plo, phi);
+    else if (probe_range(t, "vec_gops_min", &plo, &phi) && phi > 0 && plo < 0.85 * phi)
+        snprintf(b, n, "vector units shared (vector probe fell to %.0f%%: %.2f of %.2f ops/ns)", 100 * plo / phi,
+                 plo, phi);
     else if (isfinite(stab) && stab < 90) snprintf(b, n, "sagging (stability %.1f%%)", stab);
     else if (!strcmp(t->thermal, "nominal") || freq) snprintf(b, n, "no throttling");
-    else if (probe_range(t, &plo, &phi)) snprintf(b, n, "no slowdown seen (clock probe)");
+    else if (probe_range(t, "cpu_ghz_min", &plo, &phi))
+        snprintf(b, n, probe_range(t, "vec_gops_min", &plo, &phi) ? "no slowdown seen (clock and vector probes)"
+                                                                    : "no slowdown seen (clock probe)");
     else snprintf(b, n, "unknown (no thermal data)");
     return b;
 }
@@ -187,22 +195,24 @@ int rp_tables_write(rp_ctx_t *c) {
     if (!rows) rp_doc_note(d, "No memory-traffic measurements in the selected runs.");
 
     rp_doc_heading(d, 2, "Stability, throttling and energy");
-    static const char *const stab[] = {"stability_pct", "energy_j_per_tok", "cpu_ghz_min", NULL};
+    static const char *const stab[] = {"stability_pct", "energy_j_per_tok", "cpu_ghz_min", "vec_gops_min", NULL};
     static const char *const h4[] = {"model", "test", "stability %", "thermal state", "core clock GHz",
-                                     "throttle verdict", "energy J/token"};
+                                     "vector ops/ns", "throttle verdict", "energy J/token"};
     rows = 0;
     for (int i = 0; i < s->n_runs; i++) {
         const rp_run_t *r = &s->runs[i];
         for (int j = 0; j < r->n_tests; j++) {
             const rp_test_t *t = &r->tests[j];
             if (!has_any(t, stab) && strcmp(t->kind, "sustained") && !t->thermal[0]) continue;
-            if (!rows++) rp_doc_table(d, 7, h4, "llrlrlr");
-            char x[4][96];
+            if (!rows++) rp_doc_table(d, 8, h4, "llrlrrlr");
+            char x[5][96];
             double plo, phi;
-            if (probe_range(t, &plo, &phi)) snprintf(x[3], 96, "%.2f-%.2f", plo, phi);
+            if (probe_range(t, "cpu_ghz_min", &plo, &phi)) snprintf(x[3], 96, "%.2f-%.2f", plo, phi);
             else snprintf(x[3], 96, "—");
+            if (probe_range(t, "vec_gops_min", &plo, &phi)) snprintf(x[4], 96, "%.2f-%.2f", plo, phi);
+            else snprintf(x[4], 96, "—");
             const char *cells[] = {r->series, t->label, fmt_metric(x[0], 96, t, "stability_pct", 1),
-                                   t->thermal[0] ? t->thermal : "not recorded", x[3], verdict(c, t, x[1], 96),
+                                   t->thermal[0] ? t->thermal : "not recorded", x[3], x[4], verdict(c, t, x[1], 96),
                                    fmt_metric(x[2], 96, t, "energy_j_per_tok", 4)};
             rp_doc_row(d, cells);
         }

@@ -145,15 +145,23 @@ static void itl(tb_rep_t *r, const double *step_ms, size_t n) {
     metric(r, "stall_pct", tb_stats_stall_pct(step_ms, n, TB_STALL_FACTOR), "%");
 }
 
-/* Memory, energy and the cores' clock right after the repetition (the
- * slowest thread's, cpu_ghz_min: below the clock when the host or the
- * thermals slowed a core), common to every kind. */
+/* Memory, energy and the cores' clock and vector throughput right after
+ * the repetition (the slowest thread's: cpu_ghz_min, below the clock when
+ * the host or the thermals slowed a core; vec_gops_min, vector ops per ns,
+ * which also falls when an SMT sibling shares a core's vector units),
+ * common to every kind. */
 static void footprint(const tb_work_t *w, tb_rep_t *r, double e0, double tokens) {
-    double ghz[64];
-    if (w->cpu_probe_threads > 0 && w->cpu_probe_threads <= 64 && tb_cpu_probe(w->cpu_probe_threads, 3, ghz) == TB_OK) {
-        double lo = ghz[0];
-        for (int i = 1; i < w->cpu_probe_threads; i++) lo = TB_MIN(lo, ghz[i]);
+    double v[64];
+    const int nt = w->cpu_probe_threads;
+    if (nt > 0 && nt <= 64 && tb_cpu_probe(nt, 3, v) == TB_OK) {
+        double lo = v[0];
+        for (int i = 1; i < nt; i++) lo = TB_MIN(lo, v[i]);
         metric(r, "cpu_ghz_min", lo, "GHz");
+    }
+    if (nt > 0 && nt <= 64 && tb_cpu_probe_vec(nt, 3, v) == TB_OK) {
+        double lo = v[0];
+        for (int i = 1; i < nt; i++) lo = TB_MIN(lo, v[i]);
+        metric(r, "vec_gops_min", lo, "op/ns");
     }
     int64_t rss = tb_facts_peak_rss();
     if (rss >= 0) metric(r, "peak_rss_bytes", (double)rss, "B");

@@ -14,6 +14,19 @@
  * `reps` passes: adds per nanosecond, the core's effective clock in GHz.
  * An empty asm statement between the adds keeps the compiler from folding
  * the chain. A pass is ~1 ms at 2 GHz.
+ *
+ * tb_cpu_probe_vec is its companion for the vector units. A dependent
+ * chain runs at full speed on a core whose SIMD pipes another hardware
+ * thread (a host's SMT sibling, running another tenant's vector code)
+ * takes half of, and the kernels, whose decode and prefill are vector
+ * arithmetic, do not: this project's Zen 4 VM has run for seconds at a
+ * time with its vector throughput at 35-60 % while the add chain read its
+ * usual 2.8 GHz (a /tmp monitor, ~9 ms samples of each, session 24). So
+ * each thread times VCHAINS independent chains of 16-byte integer
+ * multiply-adds (GCC vector extensions: SSE2 pmullw/paddw on x86-64, NEON
+ * mul/add on aarch64; enough chains to cover the multiply's latency, so
+ * the pipes' issue rate bounds the pass) and keeps its best of `reps`
+ * passes: vector ops per nanosecond.
  */
 #include "internal.h"
 
@@ -24,7 +37,7 @@
 
 typedef struct {
     int reps;
-    double ghz[64];
+    double ghz[64];     /* GHz (tb_cpu_probe) or vector ops per ns (tb_cpu_probe_vec) */
     uint64_t sink[64];
 } cpu_probe_t;
 
@@ -56,21 +69,86 @@ static void run(void *arg, int ith, int nth) {
     c->sink[ith] = acc;
 }
 
-int tb_cpu_probe(int n_threads, int reps, double *ghz) {
-    if (!ghz || n_threads < 1 || n_threads > 64 || reps < 1)
-        return tb_err(TB_ERR_ARG, "tb_cpu_probe: need 1..64 threads and reps >= 1 (got %d threads, %d reps)",
+/* ---------------------------------------------------------------------- */
+/* Vector throughput                                                        */
+/* ---------------------------------------------------------------------- */
+
+#define VCHAINS 12              /* independent chains: 12 + 2 constants fit x86-64's 16 XMM */
+#define VSTEPS (1 << 18)        /* steps per timed pass: 2 * VCHAINS * VSTEPS vector ops */
+
+typedef int16_t v8i16 __attribute__((vector_size(16)));
+
+#if defined(__x86_64__) || defined(__i386__)
+#define VKEEP(v) __asm__ volatile("" : "+x"(v))
+#elif defined(__aarch64__)
+#define VKEEP(v) __asm__ volatile("" : "+w"(v))
+#else
+#define VKEEP(v) __asm__ volatile("" : "+m"(v))
+#endif
+
+/* One timed pass: VSTEPS steps of v = v * k + c on each chain (a multiply
+ * and an add, 8 int16 lanes; wrapping, so any values do); the elapsed ns
+ * (sink: a lane of the chains, so the work cannot be elided). */
+static uint64_t vec_pass(int16_t seed, int16_t *sink) {
+    const v8i16 k = {3, 5, 7, 9, 11, 13, 15, 17}, c = {1, 2, 3, 4, 5, 6, 7, 8};
+    v8i16 a0 = k + seed, a1 = a0 + 1, a2 = a0 + 2, a3 = a0 + 3, a4 = a0 + 4, a5 = a0 + 5;
+    v8i16 a6 = a0 + 6, a7 = a0 + 7, a8 = a0 + 8, a9 = a0 + 9, a10 = a0 + 10, a11 = a0 + 11;
+    const uint64_t t0 = tb_now_ns();
+    for (uint32_t i = 0; i < VSTEPS; i++) {
+#define VSTEP(v) do { v = v * k + c; VKEEP(v); } while (0)
+        VSTEP(a0); VSTEP(a1); VSTEP(a2); VSTEP(a3); VSTEP(a4); VSTEP(a5);
+        VSTEP(a6); VSTEP(a7); VSTEP(a8); VSTEP(a9); VSTEP(a10); VSTEP(a11);
+#undef VSTEP
+    }
+    const uint64_t dt = tb_now_ns() - t0;
+    const v8i16 s = a0 + a1 + a2 + a3 + a4 + a5 + a6 + a7 + a8 + a9 + a10 + a11;
+    *sink = s[0];
+    return dt ? dt : 1;
+}
+
+static void run_vec(void *arg, int ith, int nth) {
+    cpu_probe_t *c = arg;
+    (void)nth;
+    int16_t sink = 0;
+    uint64_t best = UINT64_MAX;
+    vec_pass((int16_t)ith, &sink);                     /* warm-up */
+    for (int r = 0; r < c->reps; r++) {
+        const uint64_t dt = vec_pass((int16_t)(ith + r), &sink);
+        if (dt < best) best = dt;
+    }
+    c->ghz[ith] = 2.0 * VCHAINS * VSTEPS / (double)best;
+    c->sink[ith] = (uint64_t)(uint16_t)sink;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Entry points                                                             */
+/* ---------------------------------------------------------------------- */
+
+/* Each of n_threads threads of a fresh pool runs fn; out[i] = thread i's
+ * figure. */
+static int probe(const char *name, void (*fn)(void *, int, int), int n_threads, int reps, double *out) {
+    if (!out || n_threads < 1 || n_threads > 64 || reps < 1)
+        return tb_err(TB_ERR_ARG, "%s: need 1..64 threads and reps >= 1 (got %d threads, %d reps)", name,
                       n_threads, reps);
     tb_pool_t *pool;
     int rc = tb_pool_new(n_threads, &pool);
     if (rc) return rc;
     cpu_probe_t c = {.reps = reps};
-    tb_pool_run(pool, run, &c);
+    tb_pool_run(pool, fn, &c);
     tb_pool_free(pool);
     volatile uint64_t keep = 0;
     for (int i = 0; i < n_threads; i++) {
         keep += c.sink[i];
-        ghz[i] = c.ghz[i];
+        out[i] = c.ghz[i];
     }
     (void)keep;
     return TB_OK;
+}
+
+int tb_cpu_probe_vec(int n_threads, int reps, double *gops) {
+    return probe("tb_cpu_probe_vec", run_vec, n_threads, reps, gops);
+}
+
+int tb_cpu_probe(int n_threads, int reps, double *ghz) {
+    return probe("tb_cpu_probe", run, n_threads, reps, ghz);
 }

@@ -107,22 +107,22 @@ static void check_reps(const char *obj, int reps, double bpt) {
     check_median(obj, "roofline_pct_settled", ok, m);
 }
 
-/* The per-rep CPU probes: `reps` pairs of the slowest thread's clock (a
- * plausible GHz); the full-speed reps are those whose both probes reach
- * 85 % of the test's best probe (reps within the printed rounding of that
- * line may count either way), and when none is that close their roofline
- * percentages (pct_of: each rep's, in rep order) give their own median. */
-static void check_cpu(const char *obj, int reps, const double *pct_of) {
-    const char *eol = strchr(obj, '\n'), *c = strstr(obj, "\"rep_cpu_ghz\": [");
-    if (!c || (eol && c > eol)) fail_msg("bench --json: no per-rep CPU probes in %.300s", obj);
+/* The `reps` pairs of one per-rep CPU probe `key` of a test (the slowest
+ * thread's figure before and after each rep, each in (vmin, vmax)):
+ * lo[i] the lower of rep i's pair; returns the test's best probe. */
+static double probe_pairs(const char *obj, const char *key, int reps, double vmin, double vmax, double *lo) {
+    char pat[64];
+    snprintf(pat, sizeof pat, "\"%s\": [", key);
+    const char *eol = strchr(obj, '\n'), *c = strstr(obj, pat);
+    if (!c || (eol && c > eol)) fail_msg("bench --json: no per-rep %s in %.300s", key, obj);
     c = strchr(c, '[') + 1;
-    double lo[16], best = 0;
+    double best = 0;
     assert_true(reps <= 16);
     for (int i = 0; i < reps; i++) {
         double g[2];
-        if (sscanf(c, " [%lf, %lf]", &g[0], &g[1]) != 2) fail_msg("bench --json: bad CPU pair %d at %.60s", i, c);
+        if (sscanf(c, " [%lf, %lf]", &g[0], &g[1]) != 2) fail_msg("bench --json: bad %s pair %d at %.60s", key, i, c);
         for (int k = 0; k < 2; k++) {
-            if (!(g[k] > 0.01 && g[k] < 20.0)) fail_msg("bench --json: CPU probe %g GHz", g[k]);
+            if (!(g[k] > vmin && g[k] < vmax)) fail_msg("bench --json: %s probe %g", key, g[k]);
             best = fmax(best, g[k]);
         }
         lo[i] = fmin(g[0], g[1]);
@@ -130,12 +130,25 @@ static void check_cpu(const char *obj, int reps, const double *pct_of) {
         if (*c == ',') c++;
     }
     assert_true(*c == ']');                 /* exactly `reps` pairs */
+    return best;
+}
+
+/* The per-rep CPU probes: `reps` pairs of the slowest thread's clock (a
+ * plausible GHz) and of its vector throughput (ops per ns); the full-speed
+ * reps are those whose both clock and both vector probes reach 85 % of the
+ * test's best of each (reps within the printed rounding of either line may
+ * count either way), and when none is that close their roofline
+ * percentages (pct_of: each rep's, in rep order) give their own median. */
+static void check_cpu(const char *obj, int reps, const double *pct_of) {
+    double clo[16], vlo[16];
+    const double cbest = probe_pairs(obj, "rep_cpu_ghz", reps, 0.01, 20.0, clo);
+    const double vbest = probe_pairs(obj, "rep_vec_gops", reps, 0.001, 1000.0, vlo);
     double ok[16];
     int in = 0, near = 0;
     for (int i = 0; i < reps; i++) {
-        const double d = lo[i] - 0.85 * best;
-        if (fabs(d) <= 0.002) near++;
-        else if (d > 0) ok[in++] = pct_of[i];
+        const double dc = clo[i] - 0.85 * cbest, dv = vlo[i] - 0.85 * vbest;
+        if (fabs(dc) <= 0.002 || fabs(dv) <= 0.002) near++;
+        else if (dc > 0 && dv > 0) ok[in++] = pct_of[i];
     }
     const int got = (int)num(obj, "cpu_full_reps");
     if (got < in || got > in + near) fail_msg("bench --json: %d full-speed reps, want %d (+%d near)", got, in, near);

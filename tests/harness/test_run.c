@@ -154,12 +154,12 @@ static void test_full_run(void **state) {
 
     /* every metric of every kind, for each repetition and as a summary */
     static const struct { const char *label; const char *metrics; } expect[] = {
-        {"pp16", "prefill_tok_per_s prefill_ms peak_rss_bytes session_bytes cpu_ghz_min"},
-        {"tg8@d0", "decode_tok_per_s decode_ms itl_p50_ms itl_p90_ms itl_p99_ms itl_max_ms stall_pct bytes_per_token achieved_gbps roofline_pct peak_rss_bytes session_bytes cpu_ghz_min"},
-        {"tg8@d16", "decode_tok_per_s itl_p99_ms achieved_gbps roofline_pct cpu_ghz_min"},
-        {"ttft12", "ttft_ms ttft_prefill_ms ttft_first_decode_ms prefill_tok_per_s session_bytes cpu_ghz_min"},
-        {"pp8+tg12", "ttft_ms ttft_prefill_ms prefill_tok_per_s decode_tok_per_s itl_p50_ms itl_p90_ms itl_p99_ms itl_max_ms stall_pct e2e_ms chars_per_s chars_per_token generated_tokens achieved_gbps roofline_pct bytes_per_token peak_rss_bytes session_bytes cpu_ghz_min"},
-        {"sustained60", "decode_tok_per_s window_tok_per_s first_window_tok_per_s steady_window_tok_per_s last_window_tok_per_s stability_pct context_full_events generated_tokens achieved_gbps cpu_ghz_min"},
+        {"pp16", "prefill_tok_per_s prefill_ms peak_rss_bytes session_bytes cpu_ghz_min vec_gops_min"},
+        {"tg8@d0", "decode_tok_per_s decode_ms itl_p50_ms itl_p90_ms itl_p99_ms itl_max_ms stall_pct bytes_per_token achieved_gbps roofline_pct peak_rss_bytes session_bytes cpu_ghz_min vec_gops_min"},
+        {"tg8@d16", "decode_tok_per_s itl_p99_ms achieved_gbps roofline_pct cpu_ghz_min vec_gops_min"},
+        {"ttft12", "ttft_ms ttft_prefill_ms ttft_first_decode_ms prefill_tok_per_s session_bytes cpu_ghz_min vec_gops_min"},
+        {"pp8+tg12", "ttft_ms ttft_prefill_ms prefill_tok_per_s decode_tok_per_s itl_p50_ms itl_p90_ms itl_p99_ms itl_max_ms stall_pct e2e_ms chars_per_s chars_per_token generated_tokens achieved_gbps roofline_pct bytes_per_token peak_rss_bytes session_bytes cpu_ghz_min vec_gops_min"},
+        {"sustained60", "decode_tok_per_s window_tok_per_s first_window_tok_per_s steady_window_tok_per_s last_window_tok_per_s stability_pct context_full_events generated_tokens achieved_gbps cpu_ghz_min vec_gops_min"},
     };
     for (size_t i = 0; i < sizeof expect / sizeof expect[0]; i++) {
         char list[1024];
@@ -183,6 +183,11 @@ static void test_full_run(void **state) {
     assert_int_equal(q_num(d, "SELECT count(*) FROM measurements WHERE metric = 'cpu_ghz_min' AND repetition >= 0"
                               " AND (unit <> 'GHz' OR NOT (value > 0.01 AND value < 20))"), 0);
     assert_int_equal(q_num(d, "SELECT count(*) FROM measurements WHERE metric = 'cpu_ghz_min' AND repetition >= 0"),
+                     q_num(d, "SELECT count(*) FROM measurements WHERE metric = 'session_bytes' AND repetition >= 0"));
+    /* and its vector throughput: a positive figure in op/ns, one per repetition of every test */
+    assert_int_equal(q_num(d, "SELECT count(*) FROM measurements WHERE metric = 'vec_gops_min' AND repetition >= 0"
+                              " AND (unit <> 'op/ns' OR NOT (value > 0.01 AND value < 1000))"), 0);
+    assert_int_equal(q_num(d, "SELECT count(*) FROM measurements WHERE metric = 'vec_gops_min' AND repetition >= 0"),
                      q_num(d, "SELECT count(*) FROM measurements WHERE metric = 'session_bytes' AND repetition >= 0"));
     /* the summary is the median of the two repetitions (= their mean) */
     assert_float_equal(q_num(d, "SELECT x.value FROM measurements x JOIN tests t ON t.id = x.test_id WHERE t.label = 'tg8@d0'"

@@ -362,6 +362,17 @@ static void test_read_sum(void **state) {
     assert_int_equal(tb_cpu_probe(65, 1, ghz), TB_ERR_ARG);
     assert_int_equal(tb_cpu_probe(1, 0, ghz), TB_ERR_ARG);
     assert_int_equal(tb_cpu_probe(1, 1, NULL), TB_ERR_ARG);
+    /* every thread's vector throughput: positive, and under 1000 ops per ns (64 per
+     * cycle at 15 GHz), which a pass whose arithmetic the compiler elided would exceed */
+    double vec[3] = {-1, -1, -1};
+    assert_int_equal(tb_cpu_probe_vec(2, 2, vec), TB_OK);
+    for (int i = 0; i < 2; i++)
+        if (!(vec[i] > 0.001 && vec[i] < 1000.0)) fail_msg("tb_cpu_probe_vec: thread %d at %g ops/ns", i, vec[i]);
+    assert_true(vec[2] == -1);
+    assert_int_equal(tb_cpu_probe_vec(0, 1, vec), TB_ERR_ARG);
+    assert_int_equal(tb_cpu_probe_vec(65, 1, vec), TB_ERR_ARG);
+    assert_int_equal(tb_cpu_probe_vec(1, 0, vec), TB_ERR_ARG);
+    assert_int_equal(tb_cpu_probe_vec(1, 1, NULL), TB_ERR_ARG);
 }
 
 int main(void) {
