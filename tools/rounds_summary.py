@@ -20,11 +20,9 @@ repetition is charged, as bench charges it, against the higher of the two
 probes either side of it, and is "settled" in the low or high state when
 both probes are on the same side of GBPS and within 15 % of each other;
 the rest ran while the state changed ("mixed"). A repetition whose object
-lists CPU probes (rep_cpu_ghz, the core clock; rep_vec_gops, the vector
-throughput) and whose slower probe of either is under 85 % of that
-object's best of it ran with a core slowed or its vector units shared
-(bench's full-speed rule) and counts as "slowed" whatever its bandwidth
-state. Per (file, test): medians of the
+lists CPU probes (rep_cpu_ghz) and whose slower probe is under 85 % of that
+object's best ran with a core slowed (bench's full-speed rule) and counts
+as "slowed" whatever its bandwidth state. Per (file, test): medians of the
 settled repetitions' roofline % and tok/s in each state, and of the mixed
 and slowed ones' roofline %, with counts.
 
@@ -58,11 +56,11 @@ def rep_table(tests, split):
         for x in v:
             if "rep_tokens_per_s" not in x or "rep_probe_gbps" not in x or "bytes_per_token" not in x:
                 continue
-            probes = [p for p in (x.get("rep_cpu_ghz"), x.get("rep_vec_gops")) if p]
-            bests = [max(g for pair in p for g in pair) for p in probes]
+            cpu = x.get("rep_cpu_ghz") or []
+            best = max((g for pair in cpu for g in pair), default=0.0)
             for i, (tps, (b, a)) in enumerate(zip(x["rep_tokens_per_s"], x["rep_probe_gbps"])):
                 pct = 100.0 * tps * x["bytes_per_token"] / 1e9 / max(b, a)
-                slowed = any(i < len(p) and min(p[i]) < CPU_FULL * best for p, best in zip(probes, bests))
+                slowed = i < len(cpu) and min(cpu[i]) < CPU_FULL * best
                 by["slowed" if slowed else rep_state(b, a, split)].append((pct, tps))
         if by:
             rows.append((f, t, by))

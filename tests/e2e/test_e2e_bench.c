@@ -109,8 +109,10 @@ static void check_reps(const char *obj, int reps, double bpt) {
 
 /* The `reps` pairs of one per-rep CPU probe `key` of a test (the slowest
  * thread's figure before and after each rep, each in (vmin, vmax)):
- * lo[i] the lower of rep i's pair; returns the test's best probe. */
-static double probe_pairs(const char *obj, const char *key, int reps, double vmin, double vmax, double *lo) {
+ * lo[i] / hi[i] the lower / higher of rep i's pair; returns the test's
+ * best probe. */
+static double probe_pairs(const char *obj, const char *key, int reps, double vmin, double vmax, double *lo,
+                          double *hi) {
     char pat[64];
     snprintf(pat, sizeof pat, "\"%s\": [", key);
     const char *eol = strchr(obj, '\n'), *c = strstr(obj, pat);
@@ -126,6 +128,7 @@ static double probe_pairs(const char *obj, const char *key, int reps, double vmi
             best = fmax(best, g[k]);
         }
         lo[i] = fmin(g[0], g[1]);
+        hi[i] = fmax(g[0], g[1]);
         c = strchr(c, ']') + 1;
         if (*c == ',') c++;
     }
@@ -135,24 +138,31 @@ static double probe_pairs(const char *obj, const char *key, int reps, double vmi
 
 /* The per-rep CPU probes: `reps` pairs of the slowest thread's clock (a
  * plausible GHz) and of its vector throughput (ops per ns); the full-speed
- * reps are those whose both clock and both vector probes reach 85 % of the
- * test's best of each (reps within the printed rounding of either line may
- * count either way), and when none is that close their roofline
+ * reps are those whose both clock probes reach 85 % of the test's best,
+ * the vector-shared ones those whose both vector probes fall under 85 % of
+ * theirs (reps within the printed rounding of a line may count either
+ * way), and when no clock is that close the full-speed reps' roofline
  * percentages (pct_of: each rep's, in rep order) give their own median. */
 static void check_cpu(const char *obj, int reps, const double *pct_of) {
-    double clo[16], vlo[16];
-    const double cbest = probe_pairs(obj, "rep_cpu_ghz", reps, 0.01, 20.0, clo);
-    const double vbest = probe_pairs(obj, "rep_vec_gops", reps, 0.001, 1000.0, vlo);
+    double clo[16], chi[16], vlo[16], vhi[16];
+    const double cbest = probe_pairs(obj, "rep_cpu_ghz", reps, 0.01, 20.0, clo, chi);
+    const double vbest = probe_pairs(obj, "rep_vec_gops", reps, 0.001, 1000.0, vlo, vhi);
+    (void)chi;
+    (void)vlo;
     double ok[16];
-    int in = 0, near = 0;
+    int in = 0, near = 0, sh = 0, shnear = 0;
     for (int i = 0; i < reps; i++) {
-        const double dc = clo[i] - 0.85 * cbest, dv = vlo[i] - 0.85 * vbest;
-        if (fabs(dc) <= 0.002 || fabs(dv) <= 0.002) near++;
-        else if (dc > 0 && dv > 0) ok[in++] = pct_of[i];
+        const double dc = clo[i] - 0.85 * cbest, dv = vhi[i] - 0.85 * vbest;
+        if (fabs(dc) <= 0.002) near++;
+        else if (dc > 0) ok[in++] = pct_of[i];
+        if (fabs(dv) <= 0.002) shnear++;
+        else if (dv < 0) sh++;
     }
     const int got = (int)num(obj, "cpu_full_reps");
     if (got < in || got > in + near) fail_msg("bench --json: %d full-speed reps, want %d (+%d near)", got, in, near);
     if (!near) check_median(obj, "roofline_pct_cpu_full", ok, in);
+    const int vs = (int)num(obj, "vec_shared_reps");
+    if (vs < sh || vs > sh + shnear) fail_msg("bench --json: %d vector-shared reps, want %d (+%d near)", vs, sh, shnear);
 }
 
 static void check_test(const char *obj, const char *name, int reps) {

@@ -26,14 +26,12 @@ read -r -a b <<<"$(line b)"
 grep -qx "tg64 b / a: 0.500 (0.250-1.000, 3 rounds), b faster in 3 of 15 repetitions" <<<"$out" || fail "b / a"
 grep -qx "tg64 a / b: 2.000 (1.000-4.000, 3 rounds), a faster in 12 of 15 repetitions" <<<"$out" || fail "a / b"
 # per repetition (a only lists them; bytes 3e8, so pct = 100 * tok/s * 0.3 / max(probes)):
-#   round 1: 100 @ 30/30 low 100 %; 110 @ 30/60 mixed 55 %; 120 @ 60/60 60 %, but its vector
-#   probes 9.0/5.0 put its slower one under 85 % of the object's best 9.0: slowed (8.8 >= 7.65
-#   keeps rep 1)
+#   round 1: 100 @ 30/30 low 100 %; 110 @ 30/60 mixed 55 %; 120 @ 60/60 high 60 %
 #   round 3: 200 @ 60/60 high 100 %; 190 @ 60/58 (3 % apart) 95 %, but its CPU probes 2.4/1.5 GHz
 #   put its slower one under 85 % of the object's best 2.5: slowed (2.4 >= 2.125 keeps rep 1)
-#   -> low 100.0 (1), high 100.0 (1), mixed 55.0 (1), slowed 60,95 -> 77.5 (2);
-#   tok/s low 100.0, high 200.0
-row "per repetition: a +tg64 " "per repetition: " "a tg64 5 100.0 1 100.0 1 55.0 1 77.5 2 100.0 200.0"
+#   -> low 100.0 (1), high 60,100 -> 80.0 (2), mixed 55.0 (1), slowed 95.0 (1);
+#   tok/s low 100.0, high 120,200 -> 160.0
+row "per repetition: a +tg64 " "per repetition: " "a tg64 5 100.0 1 80.0 2 55.0 1 95.0 1 100.0 160.0"
 if grep -qE "^per repetition: b " <<<"$out"; then fail "a per-repetition row for b, which lists no repetitions"; fi
 # token turns (interleave "token", rounds 1 and 3): their tests stay out of rows a and b above
 # (roofline 1 % would move them); b / a per repetition by the baseline a's probes of the same
