@@ -24,7 +24,9 @@
  * (one low probe alone is common and brief). That count is a diagnostic:
  * it does not take reps out of any figure, since the reps it flagged on
  * this project's Zen 4 VM were not measurably slower (docs/engine-notes.md,
- * session 24).
+ * session 24). The share of the machine's CPU time a hypervisor stole
+ * during each timed eval (/proc/stat) is recorded beside them, also as a
+ * diagnostic.
  *
  * With several -m files the files take turns inside every rep (A B, then
  * B A, ...), so they see the same machine states, and each file after the
@@ -41,6 +43,7 @@
  * of a large file; two tokens milliseconds apart nearly always share one.
  */
 #include "commands.h"
+#include "sensors.h"
 #include "stats.h"
 #include "ternbench.h"
 
@@ -51,6 +54,7 @@
 
 #define BENCH_MAX_MODELS 4
 #define PROBE_AGREE 0.15    /* a rep is settled when its probes differ by at most this share */
+#define STEAL_NOTE 1.0      /* % of CPU time stolen in a rep that the text output names */
 #define CPU_FULL 0.85       /* a rep ran at full speed when both its CPU probes reach this share
                                of the test's best CPU probe */
 
@@ -85,6 +89,8 @@ typedef struct {
     double vec_min, vec_max;
     int vec_shared;                     /* reps with both vector probes under CPU_FULL
                                            of the best                             */
+    double *steal;                      /* (reps) % of CPU time stolen during the
+                                           rep's eval; NAN when unreadable          */
     /* decode only (tok_n > 0): the latency of every timed token of every rep */
     size_t tok_n;                       /* tokens timed: reps x N                  */
     double tok_ms_p50, tok_ms_p90, tok_ms_p99, tok_ms_max;
@@ -286,8 +292,9 @@ static int bench_test(bench_var_t *v, int nv, const bench_opts_t *o, bool batch,
         r->probe = calloc((size_t)R * 2, sizeof(double));
         r->cpu = calloc((size_t)R * 2, sizeof(double));
         r->vec = calloc((size_t)R * 2, sizeof(double));
+        r->steal = calloc((size_t)R, sizeof(double));
         r->tok_lat = batch ? NULL : calloc((size_t)R * (size_t)n, sizeof(double));   /* (R, n) */
-        nomem |= !r->tps || !r->probe || !r->cpu || !r->vec || (!batch && !r->tok_lat);
+        nomem |= !r->tps || !r->probe || !r->cpu || !r->vec || !r->steal || (!batch && !r->tok_lat);
     }
     if (nomem) {
         free(buf);
@@ -307,6 +314,8 @@ static int bench_test(bench_var_t *v, int nv, const bench_opts_t *o, bool batch,
         for (int step = 0; !rc && step < (turns ? 1 : nv); step++) {
             const double before = *bw, cpu_before = cpu, vec_before = vec;
             const int k0 = turns ? 0 : i % 2 ? nv - 1 - step : step, k1 = turns ? nv : k0 + 1;
+            uint64_t st0 = 0, tot0 = 0, st1 = 0, tot1 = 0;
+            const int st_ok = tb_cpu_steal_read("", &st0, &tot0) == 0;
             if (turns) rc = turns_rep(v, nv, o->ctx, n, i, ti, &bad);
             else {
                 double *lat = batch ? NULL : v[k0].res[ti].tok_lat + (size_t)i * (size_t)n;
@@ -314,6 +323,8 @@ static int bench_test(bench_var_t *v, int nv, const bench_opts_t *o, bool batch,
                                &v[k0].res[ti].tps[i], lat);
                 if (rc) bad = k0;
             }
+            const double steal = st_ok && tb_cpu_steal_read("", &st1, &tot1) == 0
+                                     ? tb_cpu_steal_pct(st0, tot0, st1, tot1) : NAN;
             if (!rc) rc = cmd_probe(o->threads, bw);
             if (!rc) rc = cmd_cpu_probe(o->threads, &cpu, &vec);
             for (int k = k0; k < k1; k++) {   /* the variants this probe pair bracketed */
@@ -326,6 +337,7 @@ static int bench_test(bench_var_t *v, int nv, const bench_opts_t *o, bool batch,
                 v[k].res[ti].cpu[2 * i + 1] = cpu;
                 v[k].res[ti].vec[2 * i] = vec_before;
                 v[k].res[ti].vec[2 * i + 1] = vec;
+                v[k].res[ti].steal[i] = steal;
             }
         }
     if (bad >= 0) say_err(v[bad].path);
@@ -475,7 +487,7 @@ static void print_profile(const char *path, const tb_profile_t *p, const tb_byte
 /* The per-rep samples of a test: tok/s and the probes either side (the
  * rep is charged against the higher), the settled count and its median;
  * the CPU probes either side (clock, vector), the full-speed count and its
- * median, the vector-shared count. */
+ * median, the vector-shared count, the steal of each rep. */
 static void print_json_reps(const bench_result_t *r, int R) {
     printf(", \"rep_tokens_per_s\": [");
     for (int i = 0; i < R; i++) printf("%s%.3f", i ? ", " : "", r->tps[i]);
@@ -491,7 +503,12 @@ static void print_json_reps(const bench_result_t *r, int R) {
     printf("], \"cpu_full_reps\": %d, \"roofline_pct_cpu_full\": ", r->cpu_full);
     if (r->cpu_full) printf("%.2f", r->roofline_pct_cpu_full);
     else printf("null");
-    printf(", \"vec_shared_reps\": %d", r->vec_shared);
+    printf(", \"vec_shared_reps\": %d, \"rep_steal_pct\": [", r->vec_shared);
+    for (int i = 0; i < R; i++) {
+        if (isfinite(r->steal[i])) printf("%s%.2f", i ? ", " : "", r->steal[i]);
+        else printf("%snull", i ? ", " : "");
+    }
+    printf("]");
 }
 
 /* The split passes of one more decode run at 2 threads (the split profile):
@@ -666,6 +683,18 @@ static void print_table(const bench_var_t *v, int nv, int n_res, const bench_rat
     for (int t = 0; t < n_res; t++)
         for (int k = 0; k < nv; k++) {
             const bench_result_t *r = &v[k].res[t];
+            double lo = INFINITY, hi = -INFINITY, sum = 0;
+            int m = 0;
+            for (int i = 0; i < o->reps; i++)
+                if (isfinite(r->steal[i])) { lo = fmin(lo, r->steal[i]); hi = fmax(hi, r->steal[i]); sum += r->steal[i]; m++; }
+            if (!m || hi < STEAL_NOTE) continue;
+            printf("# %s%s%s: the hypervisor stole %.1f%% of the CPU time of the timed evals on average (%.1f-%.1f%% "
+                   "per rep; /proc/stat)\n", r->test, nv > 1 ? " " : "", nv > 1 ? base_name(v[k].path) : "", sum / m, lo,
+                   hi);
+        }
+    for (int t = 0; t < n_res; t++)
+        for (int k = 0; k < nv; k++) {
+            const bench_result_t *r = &v[k].res[t];
             if (!r->tok_n) continue;
             printf("# %s%s%s: token latency p50 %.2f, p90 %.2f, p99 %.2f, max %.2f ms over %zu tokens; "
                    "%.1f%% of the time in stalls (tokens > %.1f x p50); at p50 %.1f%% of roofline\n",
@@ -770,6 +799,7 @@ static void var_close(bench_var_t *v) {
         free(v->res[t].probe);
         free(v->res[t].cpu);
         free(v->res[t].vec);
+        free(v->res[t].steal);
         free(v->res[t].tok_lat);
     }
 }

@@ -8,6 +8,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <glob.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -292,6 +293,36 @@ static double read_family(tb_sensors_t *s, int fam) {
     pthread_mutex_unlock(&s->mu);
     if (n == 0) return -1;
     return fam == FAM_FREQ ? acc / n : fam == FAM_RAPL ? acc : best;
+}
+
+/* ===================================================================== */
+/* Steal time                                                             */
+/* ===================================================================== */
+
+int tb_cpu_steal_read(const char *root, uint64_t *steal, uint64_t *total) {
+    char path[1024];
+    snprintf(path, sizeof path, "%s/proc/stat", root ? root : "");
+    FILE *f = fopen(path, "r");
+    if (!f) return -1;
+    char line[512];
+    int ok = fgets(line, sizeof line, f) != NULL;
+    fclose(f);
+    unsigned long long v[8];
+    if (!ok || strncmp(line, "cpu ", 4) ||
+        sscanf(line + 4, "%llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &v[6],
+               &v[7]) != 8) {
+        errno = EINVAL;
+        return -1;
+    }
+    *total = 0;
+    for (int i = 0; i < 8; i++) *total += v[i];
+    *steal = v[7];
+    return 0;
+}
+
+double tb_cpu_steal_pct(uint64_t steal0, uint64_t total0, uint64_t steal1, uint64_t total1) {
+    if (total1 <= total0 || steal1 < steal0) return NAN;
+    return 100.0 * (double)(steal1 - steal0) / (double)(total1 - total0);
 }
 
 double tb_sensors_energy_j(tb_sensors_t *s) { return read_family(s, FAM_RAPL); }

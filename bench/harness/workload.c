@@ -423,16 +423,25 @@ done:
     return rc;
 }
 
+/* One repetition; its metrics then end with steal_pct: the share of the
+ * machine's CPU time a hypervisor stole during it (/proc/stat; absent
+ * where that cannot be read). */
 int tb_work_run(const tb_work_t *w, tb_rep_t *rep) {
     tb_rep_reset(rep);
     tb_session_reset(w->sess);
     double e0 = w->sensors ? tb_sensors_energy_j(w->sensors) : -1;
+    uint64_t st0, tot0, st1, tot1;
+    const int st_ok = tb_cpu_steal_read("", &st0, &tot0) == 0;
+    int rc;
     switch (w->sec->kind) {
-    case TB_SEC_PREFILL: return run_prefill(w, rep, e0);
-    case TB_SEC_DECODE: return run_decode(w, rep, e0);
-    case TB_SEC_TTFT: return run_generate(w, rep, e0, 2, true);
-    case TB_SEC_GENERATE: return run_generate(w, rep, e0, w->sec->v[K_GEN_TOKENS].i, false);
-    case TB_SEC_SUSTAINED: return run_sustained(w, rep, e0);
+    case TB_SEC_PREFILL: rc = run_prefill(w, rep, e0); break;
+    case TB_SEC_DECODE: rc = run_decode(w, rep, e0); break;
+    case TB_SEC_TTFT: rc = run_generate(w, rep, e0, 2, true); break;
+    case TB_SEC_GENERATE: rc = run_generate(w, rep, e0, w->sec->v[K_GEN_TOKENS].i, false); break;
+    case TB_SEC_SUSTAINED: rc = run_sustained(w, rep, e0); break;
     default: return tb_err(TB_ERR_INTERNAL, "not a test section: [%s]", w->sec->name);
     }
+    if (!rc && st_ok && tb_cpu_steal_read("", &st1, &tot1) == 0)
+        metric(rep, "steal_pct", tb_cpu_steal_pct(st0, tot0, st1, tot1), "%");
+    return rc;
 }

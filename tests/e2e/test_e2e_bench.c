@@ -161,6 +161,19 @@ static void check_cpu(const char *obj, int reps, const double *pct_of) {
     const int got = (int)num(obj, "cpu_full_reps");
     if (got < in || got > in + near) fail_msg("bench --json: %d full-speed reps, want %d (+%d near)", got, in, near);
     if (!near) check_median(obj, "roofline_pct_cpu_full", ok, in);
+    /* the steal of each rep: a share of CPU time, or null where /proc/stat could not be read */
+    const char *eol = strchr(obj, '\n'), *s = strstr(obj, "\"rep_steal_pct\": [");
+    if (!s || (eol && s > eol)) fail_msg("bench --json: no rep_steal_pct in %.300s", obj);
+    s = strchr(s, '[') + 1;
+    for (int i = 0; i < reps; i++) {
+        double x;
+        while (*s == ' ') s++;
+        if (!strncmp(s, "null", 4)) s += 4;
+        else if (sscanf(s, "%lf", &x) == 1 && x >= 0 && x <= 100) s += strspn(s, "0123456789.");
+        else fail_msg("bench --json: bad steal %d at %.40s", i, s);
+        if (*s == ',') s++;
+    }
+    assert_true(*s == ']');                 /* exactly `reps` */
     const int vs = (int)num(obj, "vec_shared_reps");
     if (vs < sh || vs > sh + shnear) fail_msg("bench --json: %d vector-shared reps, want %d (+%d near)", vs, sh, shnear);
 }

@@ -189,6 +189,10 @@ static void test_full_run(void **state) {
                               " AND (unit <> 'op/ns' OR NOT (value > 0.01 AND value < 1000))"), 0);
     assert_int_equal(q_num(d, "SELECT count(*) FROM measurements WHERE metric = 'vec_gops_min' AND repetition >= 0"),
                      q_num(d, "SELECT count(*) FROM measurements WHERE metric = 'session_bytes' AND repetition >= 0"));
+    /* the steal of each repetition where a tick passed: a share of CPU time, in % */
+    assert_true(q_num(d, "SELECT count(*) FROM measurements WHERE metric = 'steal_pct' AND repetition >= 0") >= 1);
+    assert_int_equal(q_num(d, "SELECT count(*) FROM measurements WHERE metric = 'steal_pct'"
+                              " AND (unit <> '%%' OR NOT (value >= 0 AND value <= 100))"), 0);
     /* the summary is the median of the two repetitions (= their mean) */
     assert_float_equal(q_num(d, "SELECT x.value FROM measurements x JOIN tests t ON t.id = x.test_id WHERE t.label = 'tg8@d0'"
                                 " AND x.repetition = -1 AND x.metric = 'decode_tok_per_s'"),

@@ -8,6 +8,7 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -108,6 +109,29 @@ static void test_fake_sysfs(void **state) {
     tb_sensors_stop(s);
 }
 
+/* Steal time from a fake /proc/stat: the aggregate "cpu " line's 8th
+ * field over the sum of its first 8; malformed or missing input is -1. */
+static void test_steal(void **state) {
+    (void)state;
+    uint64_t st = 7, tot = 7;
+    put("/proc/stat", "cpu  100 5 50 800 10 0 5 30 0 0\ncpu0 50 2 25 400 5 0 2 15 0 0\n");
+    assert_int_equal(tb_cpu_steal_read(tmpdir, &st, &tot), 0);
+    assert_int_equal(st, 30);
+    assert_int_equal(tot, 1000);
+    assert_float_equal(tb_cpu_steal_pct(30, 1000, 50, 1100), 20.0, 1e-9);
+    assert_true(isnan(tb_cpu_steal_pct(30, 1000, 30, 1000)));   /* no tick passed */
+    assert_true(isnan(tb_cpu_steal_pct(30, 1000, 20, 1100)));   /* a counter went back */
+    put("/proc/stat", "cpu  100 5 50 800 10 0 5\n");               /* no steal field */
+    assert_int_equal(tb_cpu_steal_read(tmpdir, &st, &tot), -1);
+    put("/proc/stat", "cpu0 100 5 50 800 10 0 5 30\n");            /* no aggregate line first */
+    assert_int_equal(tb_cpu_steal_read(tmpdir, &st, &tot), -1);
+    char missing[600];
+    snprintf(missing, sizeof missing, "%s/nowhere", tmpdir);
+    assert_int_equal(tb_cpu_steal_read(missing, &st, &tot), -1);
+    /* this machine's own, where Linux has it */
+    if (tb_cpu_steal_read("", &st, &tot) == 0) assert_true(st <= tot && tot > 0);
+}
+
 static void test_verdict(void **state) {
     (void)state;
     /* frequency decides where present: 2400 MHz -> 10 % threshold 2160 */
@@ -129,6 +153,7 @@ static void test_refwork(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_fake_sysfs),
+        cmocka_unit_test(test_steal),
         cmocka_unit_test(test_verdict),
         cmocka_unit_test(test_refwork),
     };
