@@ -34,8 +34,8 @@ int cmd_arg_int(const char *cmd, const char *opt, const char *v, int lo, int hi,
  * over 256 MiB, best of 5); 0, or the engine's code after printing it. */
 int cmd_probe(int threads, double *gbps);
 /* The slowest of `threads` threads' effective core clock in GHz now
- * (tb_cpu_probe, best of 3 passes each); 0, or the engine's code after
- * printing it. */
+ * (tb_cpu_probe) and vector throughput in ops per ns (tb_cpu_probe_vec),
+ * best of 3 passes each; 0, or the engine's code after printing it. */
 int cmd_cpu_probe(int threads, double *ghz_min, double *vec_min);
 
 #endif

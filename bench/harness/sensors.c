@@ -299,7 +299,7 @@ static double read_family(tb_sensors_t *s, int fam) {
 /* Steal time                                                             */
 /* ===================================================================== */
 
-int tb_cpu_steal_read(const char *root, uint64_t *steal, uint64_t *total) {
+int tb_sensors_steal_read(const char *root, uint64_t *steal, uint64_t *total) {
     char path[1024];
     snprintf(path, sizeof path, "%s/proc/stat", root ? root : "");
     FILE *f = fopen(path, "r");
@@ -320,7 +320,7 @@ int tb_cpu_steal_read(const char *root, uint64_t *steal, uint64_t *total) {
     return 0;
 }
 
-double tb_cpu_steal_pct(uint64_t steal0, uint64_t total0, uint64_t steal1, uint64_t total1) {
+double tb_sensors_steal_pct(uint64_t steal0, uint64_t total0, uint64_t steal1, uint64_t total1) {
     if (total1 <= total0 || steal1 < steal0) return NAN;
     return 100.0 * (double)(steal1 - steal0) / (double)(total1 - total0);
 }

@@ -60,11 +60,11 @@ const char *tb_thermal_verdict(double f0, double f_min, double ref0, double ref_
  * all ticks (user, nice, system, idle, iowait, irq, softirq, steal), over
  * every CPU. 0 on success; -1 when the file or its "cpu " line cannot be
  * read or parsed (errno set), e.g. on a kernel without steal accounting. */
-int tb_cpu_steal_read(const char *root, uint64_t *steal, uint64_t *total);
+int tb_sensors_steal_read(const char *root, uint64_t *steal, uint64_t *total);
 
-/* The share of CPU time stolen between two tb_cpu_steal_read readings, in
+/* The share of CPU time stolen between two tb_sensors_steal_read readings, in
  * %; NAN when no tick passed. */
-double tb_cpu_steal_pct(uint64_t steal0, uint64_t total0, uint64_t steal1, uint64_t total1);
+double tb_sensors_steal_pct(uint64_t steal0, uint64_t total0, uint64_t steal1, uint64_t total1);
 
 /* The reference workload: a fixed, dependent integer/FP chain (~1-2 ms),
  * best of `reps` timings, in ms. Same work every call. */

@@ -431,7 +431,7 @@ int tb_work_run(const tb_work_t *w, tb_rep_t *rep) {
     tb_session_reset(w->sess);
     double e0 = w->sensors ? tb_sensors_energy_j(w->sensors) : -1;
     uint64_t st0, tot0, st1, tot1;
-    const int st_ok = tb_cpu_steal_read("", &st0, &tot0) == 0;
+    const int st_ok = tb_sensors_steal_read("", &st0, &tot0) == 0;
     int rc;
     switch (w->sec->kind) {
     case TB_SEC_PREFILL: rc = run_prefill(w, rep, e0); break;
@@ -441,7 +441,7 @@ int tb_work_run(const tb_work_t *w, tb_rep_t *rep) {
     case TB_SEC_SUSTAINED: rc = run_sustained(w, rep, e0); break;
     default: return tb_err(TB_ERR_INTERNAL, "not a test section: [%s]", w->sec->name);
     }
-    if (!rc && st_ok && tb_cpu_steal_read("", &st1, &tot1) == 0)
-        metric(rep, "steal_pct", tb_cpu_steal_pct(st0, tot0, st1, tot1), "%");
+    if (!rc && st_ok && tb_sensors_steal_read("", &st1, &tot1) == 0)
+        metric(rep, "steal_pct", tb_sensors_steal_pct(st0, tot0, st1, tot1), "%");
     return rc;
 }

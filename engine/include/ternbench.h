@@ -225,10 +225,10 @@ int tb_cpu_probe(int n_threads, int reps, double *ghz);
 /* The vector throughput of each of n_threads threads' cores now, in
  * vector ops per nanosecond (gops: n_threads values): each thread times
  * independent chains of 16-byte integer multiply-adds, best of `reps`
- * passes of ~0.7 ms at 9 ops per ns. A figure to compare with the same core's earlier
- * ones, not across CPUs. Falls where tb_cpu_probe does, and also where it
- * does not: when another hardware thread (a hypervisor's SMT sibling)
- * shares the core's vector units. */
+ * passes (~0.7 ms each at 9 ops per ns). A figure to compare with the
+ * same core's earlier ones, not across CPUs. Falls where tb_cpu_probe
+ * does, and also where it does not: when another hardware thread (a
+ * hypervisor's SMT sibling) shares the core's vector units. */
 int tb_cpu_probe_vec(int n_threads, int reps, double *gops);
 
 /* ===================================================================== */

@@ -115,21 +115,21 @@ static void test_steal(void **state) {
     (void)state;
     uint64_t st = 7, tot = 7;
     put("/proc/stat", "cpu  100 5 50 800 10 0 5 30 0 0\ncpu0 50 2 25 400 5 0 2 15 0 0\n");
-    assert_int_equal(tb_cpu_steal_read(tmpdir, &st, &tot), 0);
+    assert_int_equal(tb_sensors_steal_read(tmpdir, &st, &tot), 0);
     assert_int_equal(st, 30);
     assert_int_equal(tot, 1000);
-    assert_float_equal(tb_cpu_steal_pct(30, 1000, 50, 1100), 20.0, 1e-9);
-    assert_true(isnan(tb_cpu_steal_pct(30, 1000, 30, 1000)));   /* no tick passed */
-    assert_true(isnan(tb_cpu_steal_pct(30, 1000, 20, 1100)));   /* a counter went back */
+    assert_float_equal(tb_sensors_steal_pct(30, 1000, 50, 1100), 20.0, 1e-9);
+    assert_true(isnan(tb_sensors_steal_pct(30, 1000, 30, 1000)));   /* no tick passed */
+    assert_true(isnan(tb_sensors_steal_pct(30, 1000, 20, 1100)));   /* a counter went back */
     put("/proc/stat", "cpu  100 5 50 800 10 0 5\n");               /* no steal field */
-    assert_int_equal(tb_cpu_steal_read(tmpdir, &st, &tot), -1);
+    assert_int_equal(tb_sensors_steal_read(tmpdir, &st, &tot), -1);
     put("/proc/stat", "cpu0 100 5 50 800 10 0 5 30\n");            /* no aggregate line first */
-    assert_int_equal(tb_cpu_steal_read(tmpdir, &st, &tot), -1);
+    assert_int_equal(tb_sensors_steal_read(tmpdir, &st, &tot), -1);
     char missing[600];
     snprintf(missing, sizeof missing, "%s/nowhere", tmpdir);
-    assert_int_equal(tb_cpu_steal_read(missing, &st, &tot), -1);
+    assert_int_equal(tb_sensors_steal_read(missing, &st, &tot), -1);
     /* this machine's own, where Linux has it */
-    if (tb_cpu_steal_read("", &st, &tot) == 0) assert_true(st <= tot && tot > 0);
+    if (tb_sensors_steal_read("", &st, &tot) == 0) assert_true(st <= tot && tot > 0);
 }
 
 static void test_verdict(void **state) {
