@@ -76,7 +76,7 @@ static void run(void *arg, int ith, int nth) {
 #define VCHAINS 12              /* independent chains: 12 + 2 constants fit x86-64's 16 XMM */
 #define VSTEPS (1 << 18)        /* steps per timed pass: 2 * VCHAINS * VSTEPS vector ops */
 
-typedef int16_t v8i16 __attribute__((vector_size(16)));
+typedef uint16_t v8u16 __attribute__((vector_size(16)));   /* unsigned: the products wrap, defined */
 
 #if defined(__x86_64__) || defined(__i386__)
 #define VKEEP(v) __asm__ volatile("" : "+x"(v))
@@ -87,12 +87,12 @@ typedef int16_t v8i16 __attribute__((vector_size(16)));
 #endif
 
 /* One timed pass: VSTEPS steps of v = v * k + c on each chain (a multiply
- * and an add, 8 int16 lanes; wrapping, so any values do); the elapsed ns
- * (sink: a lane of the chains, so the work cannot be elided). */
-static uint64_t vec_pass(int16_t seed, int16_t *sink) {
-    const v8i16 k = {3, 5, 7, 9, 11, 13, 15, 17}, c = {1, 2, 3, 4, 5, 6, 7, 8};
-    v8i16 a0 = k + seed, a1 = a0 + 1, a2 = a0 + 2, a3 = a0 + 3, a4 = a0 + 4, a5 = a0 + 5;
-    v8i16 a6 = a0 + 6, a7 = a0 + 7, a8 = a0 + 8, a9 = a0 + 9, a10 = a0 + 10, a11 = a0 + 11;
+ * and an add, 8 uint16 lanes, wrapping mod 2^16: any values do); the
+ * elapsed ns (sink: a lane of the chains, so the work cannot be elided). */
+static uint64_t vec_pass(uint16_t seed, uint16_t *sink) {
+    const v8u16 k = {3, 5, 7, 9, 11, 13, 15, 17}, c = {1, 2, 3, 4, 5, 6, 7, 8};
+    v8u16 a0 = k + seed, a1 = a0 + 1, a2 = a0 + 2, a3 = a0 + 3, a4 = a0 + 4, a5 = a0 + 5;
+    v8u16 a6 = a0 + 6, a7 = a0 + 7, a8 = a0 + 8, a9 = a0 + 9, a10 = a0 + 10, a11 = a0 + 11;
     const uint64_t t0 = tb_now_ns();
     for (uint32_t i = 0; i < VSTEPS; i++) {
 #define VSTEP(v) do { v = v * k + c; VKEEP(v); } while (0)
@@ -101,7 +101,7 @@ static uint64_t vec_pass(int16_t seed, int16_t *sink) {
 #undef VSTEP
     }
     const uint64_t dt = tb_now_ns() - t0;
-    const v8i16 s = a0 + a1 + a2 + a3 + a4 + a5 + a6 + a7 + a8 + a9 + a10 + a11;
+    const v8u16 s = a0 + a1 + a2 + a3 + a4 + a5 + a6 + a7 + a8 + a9 + a10 + a11;
     *sink = s[0];
     return dt ? dt : 1;
 }
@@ -109,15 +109,15 @@ static uint64_t vec_pass(int16_t seed, int16_t *sink) {
 static void run_vec(void *arg, int ith, int nth) {
     cpu_probe_t *c = arg;
     (void)nth;
-    int16_t sink = 0;
+    uint16_t sink = 0;
     uint64_t best = UINT64_MAX;
-    vec_pass((int16_t)ith, &sink);                     /* warm-up */
+    vec_pass((uint16_t)ith, &sink);                     /* warm-up */
     for (int r = 0; r < c->reps; r++) {
-        const uint64_t dt = vec_pass((int16_t)(ith + r), &sink);
+        const uint64_t dt = vec_pass((uint16_t)(ith + r), &sink);
         if (dt < best) best = dt;
     }
     c->ghz[ith] = 2.0 * VCHAINS * VSTEPS / (double)best;
-    c->sink[ith] = (uint64_t)(uint16_t)sink;
+    c->sink[ith] = sink;
 }
 
 /* ---------------------------------------------------------------------- */
