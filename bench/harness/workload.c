@@ -151,17 +151,17 @@ static void itl(tb_rep_t *r, const double *step_ms, size_t n) {
  * which also falls when an SMT sibling shares a core's vector units),
  * common to every kind. */
 static void footprint(const tb_work_t *w, tb_rep_t *r, double e0, double tokens) {
+    static const struct {
+        int (*probe)(int n_threads, int reps, double *out);
+        const char *name, *unit;
+    } cpu[] = {{tb_cpu_probe, "cpu_ghz_min", "GHz"}, {tb_cpu_probe_vec, "vec_gops_min", "op/ns"}};
     double v[64];
     const int nt = w->cpu_probe_threads;
-    if (nt > 0 && nt <= 64 && tb_cpu_probe(nt, 3, v) == TB_OK) {
+    for (size_t p = 0; p < sizeof cpu / sizeof cpu[0]; p++) {
+        if (nt < 1 || nt > 64 || cpu[p].probe(nt, 3, v) != TB_OK) continue;
         double lo = v[0];
         for (int i = 1; i < nt; i++) lo = TB_MIN(lo, v[i]);
-        metric(r, "cpu_ghz_min", lo, "GHz");
-    }
-    if (nt > 0 && nt <= 64 && tb_cpu_probe_vec(nt, 3, v) == TB_OK) {
-        double lo = v[0];
-        for (int i = 1; i < nt; i++) lo = TB_MIN(lo, v[i]);
-        metric(r, "vec_gops_min", lo, "op/ns");
+        metric(r, cpu[p].name, lo, cpu[p].unit);
     }
     int64_t rss = tb_facts_peak_rss();
     if (rss >= 0) metric(r, "peak_rss_bytes", (double)rss, "B");

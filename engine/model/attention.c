@@ -299,7 +299,8 @@ static void attend_worker(void *arg, int ith, int nth) {
             attend(c, c->t_only, (int)g, ith);
         }
     } else {
-        for (int64_t it = ith; it < (int64_t)c->n * nkv; it += nth) attend(c, (int32_t)(it / nkv), (int)(it % nkv), ith);
+        for (int64_t it = ith; it < (int64_t)c->n * nkv; it += nth)
+            attend(c, (int32_t)(it / nkv), (int)(it % nkv), ith);
     }
     tb_pass_clock_mark(c->clk, ith, TB_CLK_DONE);
 }

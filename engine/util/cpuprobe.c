@@ -35,9 +35,15 @@
 #define CHAIN (1 << 21)          /* dependent adds per timed pass */
 #define ADDS_PER_STEP 8
 
+/* A timed pass: runs its loop on *state (seeded per thread, left as a
+ * sink so the work cannot be elided) and returns the elapsed ns. */
+typedef uint64_t (*pass_fn)(uint64_t *state);
+
 typedef struct {
+    pass_fn pass;
+    double ops;         /* per pass: adds (tb_cpu_probe) or vector ops (tb_cpu_probe_vec) */
     int reps;
-    double ghz[64];     /* GHz (tb_cpu_probe) or vector ops per ns (tb_cpu_probe_vec) */
+    double rate[64];    /* ops per ns of each thread's best pass */
     uint64_t sink[64];
 } cpu_probe_t;
 
@@ -54,19 +60,6 @@ static uint64_t chain_pass(uint64_t *acc) {
     const uint64_t dt = tb_now_ns() - t0;
     *acc = x;
     return dt ? dt : 1;
-}
-
-static void run(void *arg, int ith, int nth) {
-    cpu_probe_t *c = arg;
-    (void)nth;
-    uint64_t acc = (uint64_t)ith, best = UINT64_MAX;
-    chain_pass(&acc);                                  /* warm-up */
-    for (int r = 0; r < c->reps; r++) {
-        const uint64_t dt = chain_pass(&acc);
-        if (dt < best) best = dt;
-    }
-    c->ghz[ith] = (double)CHAIN / (double)best;
-    c->sink[ith] = acc;
 }
 
 /* ---------------------------------------------------------------------- */
@@ -87,11 +80,11 @@ typedef uint16_t v8u16 __attribute__((vector_size(16)));   /* unsigned: the prod
 #endif
 
 /* One timed pass: VSTEPS steps of v = v * k + c on each chain (a multiply
- * and an add, 8 uint16 lanes, wrapping mod 2^16: any values do); the
- * elapsed ns (sink: a lane of the chains, so the work cannot be elided). */
-static uint64_t vec_pass(uint16_t seed, uint16_t *sink) {
+ * and an add, 8 uint16 lanes, wrapping mod 2^16: any values do), seeded by
+ * *state and leaving a lane of the chains there; the elapsed ns. */
+static uint64_t vec_pass(uint64_t *state) {
     const v8u16 k = {3, 5, 7, 9, 11, 13, 15, 17}, c = {1, 2, 3, 4, 5, 6, 7, 8};
-    v8u16 a0 = k + seed, a1 = a0 + 1, a2 = a0 + 2, a3 = a0 + 3, a4 = a0 + 4, a5 = a0 + 5;
+    v8u16 a0 = k + (uint16_t)*state, a1 = a0 + 1, a2 = a0 + 2, a3 = a0 + 3, a4 = a0 + 4, a5 = a0 + 5;
     v8u16 a6 = a0 + 6, a7 = a0 + 7, a8 = a0 + 8, a9 = a0 + 9, a10 = a0 + 10, a11 = a0 + 11;
     const uint64_t t0 = tb_now_ns();
     for (uint32_t i = 0; i < VSTEPS; i++) {
@@ -102,53 +95,53 @@ static uint64_t vec_pass(uint16_t seed, uint16_t *sink) {
     }
     const uint64_t dt = tb_now_ns() - t0;
     const v8u16 s = a0 + a1 + a2 + a3 + a4 + a5 + a6 + a7 + a8 + a9 + a10 + a11;
-    *sink = s[0];
+    *state += s[0];
     return dt ? dt : 1;
-}
-
-static void run_vec(void *arg, int ith, int nth) {
-    cpu_probe_t *c = arg;
-    (void)nth;
-    uint16_t sink = 0;
-    uint64_t best = UINT64_MAX;
-    vec_pass((uint16_t)ith, &sink);                     /* warm-up */
-    for (int r = 0; r < c->reps; r++) {
-        const uint64_t dt = vec_pass((uint16_t)(ith + r), &sink);
-        if (dt < best) best = dt;
-    }
-    c->ghz[ith] = 2.0 * VCHAINS * VSTEPS / (double)best;
-    c->sink[ith] = sink;
 }
 
 /* ---------------------------------------------------------------------- */
 /* Entry points                                                             */
 /* ---------------------------------------------------------------------- */
 
-/* Each of n_threads threads of a fresh pool runs fn; out[i] = thread i's
- * figure. */
-static int probe(const char *name, void (*fn)(void *, int, int), int n_threads, int reps, double *out) {
+/* Each thread: a warm-up pass, then its best of `reps`. */
+static void run(void *arg, int ith, int nth) {
+    cpu_probe_t *c = arg;
+    (void)nth;
+    uint64_t state = (uint64_t)ith, best = UINT64_MAX;
+    c->pass(&state);
+    for (int r = 0; r < c->reps; r++) {
+        const uint64_t dt = c->pass(&state);
+        if (dt < best) best = dt;
+    }
+    c->rate[ith] = c->ops / (double)best;
+    c->sink[ith] = state;
+}
+
+/* Each of n_threads threads of a fresh pool times `pass` (ops each);
+ * out[i] = thread i's ops per ns. */
+static int probe(const char *name, pass_fn pass, double ops, int n_threads, int reps, double *out) {
     if (!out || n_threads < 1 || n_threads > 64 || reps < 1)
         return tb_err(TB_ERR_ARG, "%s: need 1..64 threads and reps >= 1 (got %d threads, %d reps)", name,
                       n_threads, reps);
     tb_pool_t *pool;
     int rc = tb_pool_new(n_threads, &pool);
     if (rc) return rc;
-    cpu_probe_t c = {.reps = reps};
-    tb_pool_run(pool, fn, &c);
+    cpu_probe_t c = {.pass = pass, .ops = ops, .reps = reps};
+    tb_pool_run(pool, run, &c);
     tb_pool_free(pool);
     volatile uint64_t keep = 0;
     for (int i = 0; i < n_threads; i++) {
         keep += c.sink[i];
-        out[i] = c.ghz[i];
+        out[i] = c.rate[i];
     }
     (void)keep;
     return TB_OK;
 }
 
 int tb_cpu_probe_vec(int n_threads, int reps, double *gops) {
-    return probe("tb_cpu_probe_vec", run_vec, n_threads, reps, gops);
+    return probe("tb_cpu_probe_vec", vec_pass, 2.0 * VCHAINS * VSTEPS, n_threads, reps, gops);
 }
 
 int tb_cpu_probe(int n_threads, int reps, double *ghz) {
-    return probe("tb_cpu_probe", run, n_threads, reps, ghz);
+    return probe("tb_cpu_probe", chain_pass, CHAIN, n_threads, reps, ghz);
 }

@@ -17,6 +17,7 @@
 #include "e2e.h"
 
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -108,11 +109,11 @@ static void check_reps(const char *obj, int reps, double bpt) {
 }
 
 /* The `reps` pairs of one per-rep CPU probe `key` of a test (the slowest
- * thread's figure before and after each rep, each in (vmin, vmax)):
- * lo[i] / hi[i] the lower / higher of rep i's pair; returns the test's
- * best probe. */
-static double probe_pairs(const char *obj, const char *key, int reps, double vmin, double vmax, double *lo,
-                          double *hi) {
+ * thread's figure before and after each rep, each in (vmin, vmax)): x[i]
+ * the higher of rep i's pair when `higher`, else the lower; returns the
+ * test's best probe. */
+static double probe_pairs(const char *obj, const char *key, int reps, double vmin, double vmax, bool higher,
+                          double *x) {
     char pat[64];
     snprintf(pat, sizeof pat, "\"%s\": [", key);
     const char *eol = strchr(obj, '\n'), *c = strstr(obj, pat);
@@ -127,8 +128,7 @@ static double probe_pairs(const char *obj, const char *key, int reps, double vmi
             if (!(g[k] > vmin && g[k] < vmax)) fail_msg("bench --json: %s probe %g", key, g[k]);
             best = fmax(best, g[k]);
         }
-        lo[i] = fmin(g[0], g[1]);
-        hi[i] = fmax(g[0], g[1]);
+        x[i] = higher ? fmax(g[0], g[1]) : fmin(g[0], g[1]);
         c = strchr(c, ']') + 1;
         if (*c == ',') c++;
     }
@@ -144,11 +144,9 @@ static double probe_pairs(const char *obj, const char *key, int reps, double vmi
  * way), and when no clock is that close the full-speed reps' roofline
  * percentages (pct_of: each rep's, in rep order) give their own median. */
 static void check_cpu(const char *obj, int reps, const double *pct_of) {
-    double clo[16], chi[16], vlo[16], vhi[16];
-    const double cbest = probe_pairs(obj, "rep_cpu_ghz", reps, 0.01, 20.0, clo, chi);
-    const double vbest = probe_pairs(obj, "rep_vec_gops", reps, 0.001, 1000.0, vlo, vhi);
-    (void)chi;
-    (void)vlo;
+    double clo[16], vhi[16];
+    const double cbest = probe_pairs(obj, "rep_cpu_ghz", reps, 0.01, 20.0, false, clo);
+    const double vbest = probe_pairs(obj, "rep_vec_gops", reps, 0.001, 1000.0, true, vhi);
     double ok[16];
     int in = 0, near = 0, sh = 0, shnear = 0;
     for (int i = 0; i < reps; i++) {
