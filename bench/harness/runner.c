@@ -567,6 +567,7 @@ static int member_start(group_t *g, member_t *m, int k, const char *group_uuid) 
     int rc = tb_model_load_ex(m->mpath, &mp, &m->model);
     if (!rc) rc = tb_model_get_info(m->model, &m->info);
     if (rc) return rc;
+    m->res->info = m->info;
     m->kv_type = !strcmp(en->v[K_ENGINE_KV_TYPE].s, "f32") ? TB_TYPE_F32 : TB_TYPE_F16;
     tb_host_facts_t host;
     tb_build_facts_t build;

@@ -25,6 +25,7 @@
 
 #include "scenario.h"
 #include "store.h"
+#include "ternbench.h"
 
 #include <signal.h>
 #include <stdio.h>
@@ -49,6 +50,7 @@ typedef struct tb_run_result {
     int n_cases, n_failed;
     int interrupted;
     char status[16];               /* "complete", "failed", "interrupted" */
+    tb_model_info_t info;          /* the model as loaded for the run */
 } tb_run_result_t;
 
 /* Resolve the plan's model file: [model] path, or the cached synthesized
