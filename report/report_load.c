@@ -348,7 +348,8 @@ static int load_tests(loader_t *L, rp_run_t *r) {
         t->depth = rp_json_number(t->params, "depth", &v) == TB_OK ? v : label_number(t->label, "d");
         if (!isfinite(t->depth)) t->depth = 0;
         t->prompt_tokens = rp_json_number(t->params, "prompt_tokens", &v) == TB_OK ? v : label_number(t->label, "pp");
-        t->gen_tokens = rp_json_number(t->params, "gen_tokens", &v) == TB_OK ? v : label_number(t->label, "tg");
+        /* the runner's parameter is "tokens" (decode, generate, sustained) */
+        t->gen_tokens = rp_json_number(t->params, "tokens", &v) == TB_OK ? v : label_number(t->label, "tg");
     }
     sqlite3_finalize(st);
     tb_clear_error();   /* absent params members are not errors */
