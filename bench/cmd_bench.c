@@ -382,7 +382,7 @@ int cmd_bench(int argc, char **argv) {
     tb_run_opts_t ro = {.quiet = o.quiet || o.json, .n_tags = o.tags.n, .tag_keys = o.tags.keys,
                         .tag_values = o.tags.vals, .stop = &stop_flag,
                         .interleave = o.tok_turns ? TB_INTERLEAVE_TOKEN : TB_INTERLEAVE_REP};
-    rc = tb_runner_run_group(pp, nv, store, &ro, res);
+    rc = tb_runner_run_group(pp, NULL, nv, store, &ro, res);
     if (rc) {
         const char *e = tb_last_error();
         fprintf(stderr, "ternbench bench: %s\n", e);

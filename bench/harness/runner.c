@@ -647,7 +647,7 @@ static int member_end(group_t *g, member_t *m, int rc, double bw_after) {
     return rc;
 }
 
-int tb_runner_run_group(const tb_plan_t *const *plans, int n, tb_store_t *store,
+int tb_runner_run_group(const tb_plan_t *const *plans, const int *variants, int n, tb_store_t *store,
                         const tb_run_opts_t *opts, tb_run_result_t *res) {
     if (n < 1 || n > TB_GROUP_MAX) return tb_err(TB_ERR_ARG, "a group has 1 to %d plans, not %d", TB_GROUP_MAX, n);
     group_t g = {.n = n, .opts = opts, .store = store};
@@ -667,7 +667,7 @@ int tb_runner_run_group(const tb_plan_t *const *plans, int n, tb_store_t *store,
     const tb_plan_t *p0 = plans[0];
     const tb_section_t *en = &p0->engine, *pr = &p0->protocol;
     for (int k = 0; k < n && !rc; k++) {
-        rc = tb_runner_model_path(plans[k], k == 0 ? opts->variant : 0, &m[k].mpath, opts->quiet);
+        rc = tb_runner_model_path(plans[k], variants ? variants[k] : 0, &m[k].mpath, opts->quiet);
         if (!rc && (plans[k]->n_tests != p0->n_tests))
             rc = tb_err(TB_ERR_ARG, "%s: a group's plans must have the same tests", plans[k]->path);
     }
@@ -756,5 +756,5 @@ out:
 int tb_runner_run(const tb_plan_t *plan, tb_store_t *store, const tb_run_opts_t *opts,
                   tb_run_result_t *res) {
     const tb_plan_t *p[1] = {plan};
-    return tb_runner_run_group(p, 1, store, opts, res);
+    return tb_runner_run_group(p, &opts->variant, 1, store, opts, res);
 }

@@ -30,7 +30,7 @@
 #include <signal.h>
 #include <stdio.h>
 
-#define TB_GROUP_MAX 4          /* plans in one group */
+#define TB_GROUP_MAX 8          /* plans in one group */
 enum { TB_INTERLEAVE_REP = 0, TB_INTERLEAVE_TOKEN = 1 };
 
 typedef struct tb_run_opts {
@@ -62,9 +62,11 @@ int tb_runner_model_path(const tb_plan_t *plan, int variant, char **path, int qu
  * when it could not start (model, ISA, database). */
 int tb_runner_run(const tb_plan_t *plan, tb_store_t *store, const tb_run_opts_t *opts,
                   tb_run_result_t *res);
-/* Run n plans (1..TB_GROUP_MAX, the same tests, one model each) as a group;
- * res has n entries. The first plan's [engine] and [protocol] govern. */
-int tb_runner_run_group(const tb_plan_t *const *plans, int n, tb_store_t *store,
+/* Run n plans (1..TB_GROUP_MAX, the same tests, one model each: plan k's
+ * [model] type entry variants[k], or 0 when variants is NULL) as a group;
+ * res has n entries. The first plan's [engine] and [protocol] govern;
+ * opts->variant is not used. */
+int tb_runner_run_group(const tb_plan_t *const *plans, const int *variants, int n, tb_store_t *store,
                         const tb_run_opts_t *opts, tb_run_result_t *res);
 
 #endif

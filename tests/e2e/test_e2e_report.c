@@ -151,10 +151,48 @@ static void test_report_from_runner(void **state) {
     free(md);
 }
 
+/* [protocol] interleave = rep: the [model] types run as one group, one run each, taking turns
+ * inside every repetition with the order reversed on odd ones — so the probe after A's
+ * repetition 0 is the probe before B's, and after B's repetition 1 the one before A's. */
+static void test_interleaved_types(void **state) {
+    (void)state;
+    e2e_write("il.ini", "[model]\nsynth = llama-tiny\ntype = q8_0, q4_0\nseed = 5\n"
+                        "[engine]\nthreads = 1\n"
+                        "[protocol]\nwarmup = 0\nrepetitions = 2\nbandwidth_probe = 1m\nthrottle_check = false\n"
+                        "interleave = rep\n[decode]\ntokens = 4\n", (size_t)-1);
+    e2e_res_t r;
+    E2E_RUN(&r, E2E_NO_LIMIT, "run", "il.ini", "--db", "il.db", "-q");
+    e2e_assert_clean(&r, "run il.ini");
+    if (r.status != 0) fail_msg("run: exit %d: %s", r.status, r.err);
+    e2e_res_free(&r);
+    char dbp[512];
+    e2e_path(dbp, sizeof dbp, "il.db");
+    char *q = e2e_db_query(dbp, "SELECT count(*), count(DISTINCT g.value), group_concat(i.value) FROM runs r"
+                                " JOIN run_tags g ON g.run_id = r.id AND g.key = 'group'"
+                                " JOIN run_tags i ON i.run_id = r.id AND i.key = 'group.index'"
+                                " JOIN run_tags m ON m.run_id = r.id AND m.key = 'interleave' AND m.value = 'rep'"
+                                " WHERE r.status = 'complete'");
+    assert_string_equal(q, "2|1|0,1\n");
+    free(q);
+    /* (rep, side): A's after = B's before in rep 0; B's after = A's before in rep 1 */
+    q = e2e_db_query(dbp, "WITH p AS (SELECT CAST(i.value AS INTEGER) AS k, m.repetition AS rep, m.metric, m.value"
+                          " FROM measurements m JOIN tests t ON t.id = m.test_id JOIN run_tags i ON"
+                          " i.run_id = t.run_id AND i.key = 'group.index')"
+                          " SELECT (SELECT value FROM p WHERE k = 0 AND rep = 0 AND metric = 'bw_after_gbps') ="
+                          " (SELECT value FROM p WHERE k = 1 AND rep = 0 AND metric = 'bw_before_gbps'),"
+                          " (SELECT value FROM p WHERE k = 1 AND rep = 1 AND metric = 'bw_after_gbps') ="
+                          " (SELECT value FROM p WHERE k = 0 AND rep = 1 AND metric = 'bw_before_gbps'),"
+                          " (SELECT value FROM p WHERE k = 1 AND rep = 0 AND metric = 'bw_after_gbps') ="
+                          " (SELECT value FROM p WHERE k = 1 AND rep = 1 AND metric = 'bw_before_gbps')");
+    assert_string_equal(q, "1|1|1\n");
+    free(q);
+}
+
 int main(int argc, char **argv) {
     if (e2e_init(argc, argv, "report") != 0) return 1;
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_report_from_runner),
+        cmocka_unit_test(test_interleaved_types),
     };
     int failed = cmocka_run_group_tests(tests, NULL, NULL);
     e2e_cleanup();

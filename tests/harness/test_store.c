@@ -222,8 +222,16 @@ static void test_migrate_from_v1(void **state) {
         "INSERT INTO models VALUES (1,'mh','/m.gguf','m','maple','tq2_0','tq2_0:1',10,10,5,1,8,16,0,0,NULL,NULL,'2026-01-01T00:00:00Z');"
         "INSERT INTO scenarios VALUES (1,'sh','quick','quick.ini','[model]');"
         "INSERT INTO runs VALUES (1,'u1','2026-01-01T00:00:00Z','2026-01-01T00:01:00Z','complete',1,1,1,1,1,2,'avx2','f16',10.0,11.0,NULL);"
-        "INSERT INTO tests VALUES (1,1,'decode','decode','tg8@d0','{}','complete','nominal',NULL);"
+        "INSERT INTO tests VALUES (1,1,'decode','decode','tg8@d0','{\"depth\":0,\"temp\":0.5,\"kv_type\":\"f16\","
+        "\"record_tokens\":true}','complete','nominal',NULL);"
         "INSERT INTO measurements VALUES (1,1,0,'decode_tok_per_s',42.0,'tok/s');"
+        "INSERT INTO measurements VALUES (2,1,1,'decode_tok_per_s',44.0,'tok/s');"
+        "INSERT INTO measurements VALUES (3,1,0,'cpu_ghz_min',2.5,'GHz');"
+        "INSERT INTO measurements VALUES (4,1,-1,'decode_tok_per_s',43.0,'tok/s');"
+        "INSERT INTO measurements VALUES (5,1,-1,'decode_tok_per_s:stddev',1.4,'tok/s');"
+        "INSERT INTO measurements VALUES (6,1,-1,'repetitions',2,'count');"
+        "INSERT INTO measurements VALUES (7,1,-1,'ref_slowdown_pct',-3.5,'%');"
+        "INSERT INTO measurements VALUES (8,1,-1,'vendor_metric',7.0,'x');"
         "INSERT INTO token_events VALUES (1,0,0,'decode',5,3,X'6869');";
     if (sqlite3_exec(db, rows, NULL, NULL, &err) != SQLITE_OK) fail_msg("%s", err);
     sqlite3_close(db);
@@ -239,6 +247,20 @@ static void test_migrate_from_v1(void **state) {
     assert_int_equal(q_int(db, "SELECT record_tokens FROM runs WHERE id = 1"), 1);
     assert_int_equal(q_int(db, "SELECT bytes_per_token IS NULL FROM models WHERE id = 1"), 1);
     assert_int_equal(q_int(db, "SELECT count(*) FROM windows"), 0);
+    /* version 3: typed parameters from the JSON; derivable summaries gone, the slowdown a
+     * column of its test, the after-repetition clock renamed; a summary with nothing to
+     * derive it from kept */
+    assert_int_equal(q_int(db, "SELECT count(*) FROM test_params WHERE test_id = 1"), 4);
+    assert_int_equal(q_int(db, "SELECT typeof(value) = 'integer' AND value = 0 FROM test_params WHERE key = 'depth'"), 1);
+    assert_int_equal(q_int(db, "SELECT typeof(value) = 'real' AND value = 0.5 FROM test_params WHERE key = 'temp'"), 1);
+    assert_int_equal(q_int(db, "SELECT typeof(value) = 'text' AND value = 'f16' FROM test_params WHERE key = 'kv_type'"), 1);
+    assert_int_equal(q_int(db, "SELECT value FROM test_params WHERE key = 'record_tokens'"), 1);
+    assert_int_equal(q_int(db, "SELECT count(*) FROM measurements WHERE repetition < 0"), 1);
+    assert_int_equal(q_int(db, "SELECT count(*) FROM measurements WHERE repetition < 0 AND metric = 'vendor_metric'"), 1);
+    assert_int_equal(q_int(db, "SELECT ref_slowdown_pct = -3.5 FROM tests WHERE id = 1"), 1);
+    assert_int_equal(q_int(db, "SELECT count(*) FROM measurements WHERE metric = 'cpu_ghz_after' AND value = 2.5"), 1);
+    assert_int_equal(q_int(db, "SELECT count(*) FROM measurements WHERE metric = 'cpu_ghz_min'"), 0);
+    assert_int_equal(q_int(db, "SELECT dur_ns IS NULL FROM token_events"), 1);
     char ok[16];
     q_text(db, "PRAGMA integrity_check", ok, sizeof ok);
     assert_string_equal(ok, "ok");
