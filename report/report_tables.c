@@ -71,7 +71,7 @@ static int probe_range(const rp_test_t *t, const char *name, double *lo, double 
  * the test's best; *lo and *best: the higher of the lowest such pair and
  * the best. A single low probe is not enough: the host takes the vector
  * units for milliseconds often, which one probe catches and a repetition
- * hardly feels (docs/engine-notes.md, session 24). */
+ * hardly feels (docs/method.md, "Vector units shared"). */
 static int vec_shared(const rp_test_t *t, double *lo, double *best) {
     const rp_metric_t *m = rp_metric(t, "vec_gops_after");
     if (!m || m->n < 2) return 0;
