@@ -363,6 +363,14 @@ static void test_compare_speedup(void **state) {
     if (!strstr(md, want)) fail_msg("no TTFT row '%s'", want);
     free(md);
     golden(out, "golden_compare.md");
+    /* a run on both sides, or a side mixing formats, is refused rather than merged */
+    assert_int_equal(tb_report_parse_sel("1,2", &o.baseline), TB_OK);
+    assert_int_equal(tb_report_parse_sel("2", &o.target), TB_OK);
+    assert_int_equal(tb_report_write(&o, &res), TB_ERR_ARG);
+    assert_non_null(strstr(tb_last_error(), "run 2 is selected by both"));
+    assert_int_equal(tb_report_parse_sel("3", &o.target), TB_OK);
+    assert_int_equal(tb_report_write(&o, &res), TB_ERR_ARG);
+    assert_non_null(strstr(tb_last_error(), "several weight formats (tq2_0, q4_0)"));
 }
 
 /* ===================================================================== */
