@@ -118,6 +118,29 @@ static void test_report_from_runner(void **state) {
     free(md);
     sqlite3_close(d);
 
+    /* --split: each test's repetitions by machine state; a split above any probe leaves every
+     * repetition low or mixed, and the counts of a row add up to its repetitions */
+    E2E_RUN(&r, E2E_NO_LIMIT, "report", "--db", "all.db", "--last", "1", "--split", "100000", "--no-charts",
+            "--out", "split");
+    if (r.status != 0) fail_msg("report --split: exit %d: %s", r.status, r.err);
+    e2e_res_free(&r);
+    md = e2e_slurp("split/report.md", NULL);
+    assert_non_null(md);
+    const char *sec = strstr(md, "## Repetitions by machine state");
+    assert_non_null(sec);
+    const char *row = strstr(sec, "| tg8@d0 | ");
+    assert_non_null(row);
+    int counts[6] = {0}, c = 0;
+    for (const char *q = row + 10; *q && *q != '\n' && c < 6; q++) {
+        if (*q == '|') { c++; continue; }
+        if (*q == '(') counts[c] += atoi(q + 1);
+    }
+    if (counts[0] + counts[2] != 3 || counts[1] != 0) fail_msg("report --split: row %.160s", row);
+    free(md);
+    E2E_RUN(&r, E2E_NO_LIMIT, "report", "--db", "all.db", "--split", "fast", "--out", "split2");
+    assert_int_equal(r.status, 2);
+    e2e_res_free(&r);
+
     /* bench into the same database: its run is a run like the others */
     E2E_RUN(&r, E2E_NO_LIMIT, "model", "synth", "--preset", "llama-tiny", "--out", "m.gguf", "--quiet");
     if (r.status != 0) fail_msg("model synth: exit %d: %s", r.status, r.err);

@@ -35,6 +35,15 @@ typedef struct sqlite3 sqlite3;
 
 bool tb_an_settled(double bw_before, double bw_after);
 
+/* Full speed: both clock probes of a repetition at least TB_AN_CPU_FULL
+ * of the best probe (NAN probes are not full speed). */
+bool tb_an_full_speed(double ghz_before, double ghz_after, double best);
+
+/* Vector-shared repetitions: both vector probes under TB_AN_CPU_FULL of
+ * the best; *lo (may be NULL) the higher probe of the lowest such one.
+ * before/after (n) per repetition; NAN entries are not counted. */
+size_t tb_an_vec_shared(const double *before, const double *after, size_t n, double best, double *lo);
+
 /* Two-sided sign test: the probability under "no difference" (each pair
  * faster with probability 1/2) of a count at least as far from n/2 as k. */
 double tb_an_sign_p(size_t k, size_t n);

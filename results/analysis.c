@@ -14,6 +14,22 @@ bool tb_an_settled(double a, double b) {
     return isfinite(a) && isfinite(b) && fabs(a - b) <= TB_AN_PROBE_AGREE * hi;
 }
 
+bool tb_an_full_speed(double a, double b, double best) {
+    return isfinite(a) && isfinite(b) && fmin(a, b) >= TB_AN_CPU_FULL * best;
+}
+
+size_t tb_an_vec_shared(const double *before, const double *after, size_t n, double best, double *lo) {
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!isfinite(before[i]) || !isfinite(after[i])) continue;
+        const double hi = fmax(before[i], after[i]);
+        if (hi >= TB_AN_CPU_FULL * best) continue;
+        if (lo && (!k || hi < *lo)) *lo = hi;
+        k++;
+    }
+    return k;
+}
+
 double tb_an_sign_p(size_t k, size_t n) {
     if (n == 0) return 1.0;
     const size_t m = k < n - k ? k : n - k;
@@ -170,12 +186,12 @@ int tb_an_reps(const tb_an_test_t *t, tb_metric_id_t headline, tb_an_reps_t *o) 
     o->pct_settled = m ? tb_stats_median(buf, m) : NAN;
     m = 0;
     for (size_t i = 0; i < R; i++)
-        if (isfinite(pct[i]) && fmin(cb[i], ca[i]) >= TB_AN_CPU_FULL * o->cpu_max) buf[m++] = pct[i];
+        if (isfinite(pct[i]) && tb_an_full_speed(cb[i], ca[i], o->cpu_max)) buf[m++] = pct[i];
     o->full = m;
     o->pct_full = m ? tb_stats_median(buf, m) : NAN;
     o->steal_max = NAN;
+    o->vec_shared = tb_an_vec_shared(vb, va, R, o->vec_max, NULL);
     for (size_t i = 0; i < R; i++) {
-        o->vec_shared += fmax(vb[i], va[i]) < TB_AN_CPU_FULL * o->vec_max;
         o->steal_over += st[i] >= 1.0;
         if (isfinite(st[i])) o->steal_max = isnan(o->steal_max) ? st[i] : fmax(o->steal_max, st[i]);
     }
