@@ -9,6 +9,7 @@
 #include "analysis.h"
 #include "commands.h"
 #include "ternbench.h"
+#include "ternbench_profile.h"
 
 #include <stdbool.h>
 #include <stddef.h>
