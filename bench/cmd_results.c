@@ -11,6 +11,8 @@
 #include "ternbench.h"
 
 #include <errno.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -69,22 +71,22 @@ static int64_t find_run(sqlite3 *db, const char *cmd, const char *arg) {
 /* list                                                                   */
 /* ===================================================================== */
 
+static const char list_usage[] = "usage: ternbench list [--db PATH] [--last N]\n";
+
 int cmd_list(int argc, char **argv) {
     const char *db = tb_store_default_path();
-    long last = 0;
+    long long last = 0;
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--db") && i + 1 < argc) db = argv[++i];
-        else if (!strcmp(argv[i], "--last") && i + 1 < argc) {
-            char *end;
-            last = strtol(argv[++i], &end, 10);
-            if (end == argv[i] || *end || last <= 0) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if ((!strcmp(a, "--db") || !strcmp(a, "--last")) && !v) return cmd_arg_missing("list", a, list_usage);
+        if (!strcmp(a, "--db")) db = argv[++i];
+        else if (!strcmp(a, "--last")) {
+            if (cmd_parse_ll(argv[++i], 1, INT64_MAX, &last)) {
                 fprintf(stderr, "ternbench list: --last expects a count >= 1, got '%s'\n", argv[i]);
                 return 2;
             }
         } else {
-            fprintf(stderr, "ternbench list: unexpected argument '%s'\n"
-                            "usage: ternbench list [--db PATH] [--last N]\n", argv[i]);
-            return 2;
+            return cmd_arg_reject("list", a, list_usage);
         }
     }
     tb_store_t *s = open_store("list", db);
@@ -116,6 +118,8 @@ int cmd_list(int argc, char **argv) {
 /* show                                                                   */
 /* ===================================================================== */
 
+static const char show_usage[] = "usage: ternbench show RUN [--db PATH]\n";
+
 /* Print "name: value" for each column of the single row of sql(?1 = id). */
 static int show_row(sqlite3 *db, const char *title, const char *sql, int64_t id) {
     sqlite3_stmt *st = prep(db, "show", sql);
@@ -135,15 +139,12 @@ static int show_row(sqlite3 *db, const char *title, const char *sql, int64_t id)
 int cmd_show(int argc, char **argv) {
     const char *db = tb_store_default_path(), *run = NULL;
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--db") && i + 1 < argc) db = argv[++i];
+        if (!strcmp(argv[i], "--db") && i + 1 >= argc) return cmd_arg_missing("show", argv[i], show_usage);
+        if (!strcmp(argv[i], "--db")) db = argv[++i];
         else if (argv[i][0] != '-' && !run) run = argv[i];
-        else {
-            fprintf(stderr, "ternbench show: unexpected argument '%s'\n"
-                            "usage: ternbench show RUN [--db PATH]\n", argv[i]);
-            return 2;
-        }
+        else return cmd_arg_reject("show", argv[i], show_usage);
     }
-    if (!run) { fprintf(stderr, "usage: ternbench show RUN [--db PATH]\n"); return 2; }
+    if (!run) { fprintf(stderr, "ternbench show: no RUN given\n%s", show_usage); return 2; }
     tb_store_t *s = open_store("show", db);
     if (!s) return 1;
     sqlite3 *d = tb_store_db(s);
@@ -217,6 +218,9 @@ static void csv_field(const char *s) {
     putchar('"');
 }
 
+static const char export_usage[] =
+    "usage: ternbench export [--db PATH] [--format csv|json|md] [--run RUN]... [--all]\n";
+
 void cmd_json_str(const char *s) {
     putchar('"');
     for (; *s; s++) {
@@ -235,17 +239,14 @@ int cmd_export(int argc, char **argv) {
     int n_runs = 0, all = 0;
     if (!runs) return 1;
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--db") && i + 1 < argc) db = argv[++i];
-        else if (!strcmp(argv[i], "--format") && i + 1 < argc) format = argv[++i];
-        else if (!strcmp(argv[i], "--run") && i + 1 < argc) runs[n_runs++] = argv[++i];
-        else if (!strcmp(argv[i], "--all")) all = 1;
-        else {
-            fprintf(stderr, "ternbench export: unexpected argument '%s'\n"
-                            "usage: ternbench export [--db PATH] [--format csv|json|md] [--run RUN]... [--all]\n",
-                    argv[i]);
-            free(runs);
-            return 2;
-        }
+        const char *a = argv[i];
+        bool valued = !strcmp(a, "--db") || !strcmp(a, "--format") || !strcmp(a, "--run");
+        if (valued && i + 1 >= argc) { free(runs); return cmd_arg_missing("export", a, export_usage); }
+        if (!strcmp(a, "--db")) db = argv[++i];
+        else if (!strcmp(a, "--format")) format = argv[++i];
+        else if (!strcmp(a, "--run")) runs[n_runs++] = argv[++i];
+        else if (!strcmp(a, "--all")) all = 1;
+        else { free(runs); return cmd_arg_reject("export", a, export_usage); }
     }
     int fmt = !strcmp(format, "csv") ? 0 : !strcmp(format, "json") ? 1 : !strcmp(format, "md") ? 2 : -1;
     if (fmt < 0) {

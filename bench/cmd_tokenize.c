@@ -188,6 +188,14 @@ int cmd_detokenize(int argc, char **argv) {
     int32_t *ids = malloc((size_t)cap * sizeof *ids);
     for (int a = optind; a < argc && ids; a++) {
         const char *s = argv[a];
+        if (s[0] == '-' && (s[1] < '0' || s[1] > '9')) {   /* an option after the ids */
+            free(ids);
+            return usage_error("detokenize", detok_usage, "unknown option '%s'", s);
+        }
+        if (!s[strspn(s, ", ")]) {   /* nothing but separators: not an id, never id 0 */
+            free(ids);
+            return usage_error("detokenize", detok_usage, "'%s' is not a token id (an empty value)", argv[a]);
+        }
         while (*s) {
             if (*s == ',' || *s == ' ') { s++; continue; }
             char *end;

@@ -7,7 +7,9 @@
  *     every command that loads a model and as a scenario's model: the
  *     message names the file (and the byte offset when the bytes are at
  *     fault), the exit status is non-zero, no signal, no sanitizer report;
- *   - wrong command-line types and values: usage error, exit 2.
+ *   - wrong command-line types and values: usage error, exit 2;
+ *   - empty numeric values (never read as 0) and unknown options (named,
+ *     then the usage), exit 2.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -319,12 +321,124 @@ static void test_usage_errors(void **state) {
     free(before);
 }
 
+/* ===================================================================== */
+/* Empty numbers and unknown options                                      */
+/* ===================================================================== */
+
+/* An empty numeric value is refused, never read as 0: exit 2, the option
+ * named, nothing run. */
+static void test_empty_numbers(void **state) {
+    (void)state;
+    static const char *const cases[][12] = {
+        /* the option the message must name comes first */
+        {"-p", "bench", "-m", "m.gguf", "-p", "", "-n", "1", "-r", "1", NULL},
+        {"-n", "bench", "-m", "m.gguf", "-p", "1", "-n", "", "-r", "1", NULL},
+        {"-t", "bench", "-m", "m.gguf", "-t", "", NULL},
+        {"-r", "bench", "-m", "m.gguf", "-r", "", NULL},
+        {"--ctx", "bench", "-m", "m.gguf", "--ctx", "", NULL},
+        {"-t", "bandwidth", "-t", "", NULL},
+        {"-r", "bandwidth", "-r", "", NULL},
+        {"-t", "kernels", "-t", "", NULL},
+        {"--window", "kernels", "--ceiling", "--window", "", NULL},
+        {"--last", "list", "--db", "base.db", "--last", "", NULL},
+        {"-n", "generate", "-m", "m.gguf", "-n", "", NULL},
+        {"--seed", "model", "synth", "--preset", "llama-tiny", "--out", "x.gguf", "--seed", "", NULL},
+        {"token id", "detokenize", "-m", "m.gguf", "", NULL},
+        {"-t", "bench", "-m", "m.gguf", "-t", " 1", NULL},   /* blanks are not digits */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char what[256] = "";
+        for (int j = 1; cases[i][j]; j++) {
+            strncat(what, *cases[i][j] ? cases[i][j] : "''", sizeof what - strlen(what) - 2);
+            strcat(what, " ");
+        }
+        e2e_res_t r;
+        e2e_run(E2E_NO_LIMIT, &cases[i][1], &r);
+        e2e_assert_clean(&r, what);
+        if (r.status != 2) fail_msg("%s: exit %d, expected 2; stdout:\n%.1000s\nstderr:\n%s", what, r.status, r.out, r.err);
+        e2e_assert_err_has(&r, what, cases[i][0], NULL);
+        if (strstr(r.out, "pp") || strstr(r.out, "tg")) fail_msg("%s: a benchmark ran:\n%s", what, r.out);
+        e2e_res_free(&r);
+    }
+    assert_int_equal(e2e_size("x.gguf"), -1);
+    /* empty numbers in a scenario: FILE:LINE: and exit 2 */
+    static const struct { const char *text; int line; } inis[] = {
+        {"[model]\npath = m.gguf\n[decode]\ntokens =\n", 4},
+        {"[model]\npath = m.gguf\n[decode]\ndepths = 0, , 4\n", 4},
+        {"[model]\npath = m.gguf\n[protocol]\ncooldown =\n[decode]\n", 4},
+        {"[model]\npath = m.gguf\n[protocol]\nthrottle_pct =\n[decode]\n", 4},
+        {"[model]\npath = m.gguf\n[generate]\ntemp =\n", 4},
+    };
+    for (size_t i = 0; i < sizeof inis / sizeof inis[0]; i++) {
+        e2e_write("empty-num.ini", inis[i].text, (size_t)-1);
+        char prefix[64];
+        snprintf(prefix, sizeof prefix, "empty-num.ini:%d: ", inis[i].line);
+        e2e_res_t r;
+        E2E_RUN(&r, E2E_NO_LIMIT, "scenario", "check", "empty-num.ini");
+        e2e_assert_clean(&r, inis[i].text);
+        if (r.status != 2 || strncmp(r.err, prefix, strlen(prefix)) != 0)
+            fail_msg("%s: exit %d, expected 2 and \"%s\"; stderr:\n%s", inis[i].text, r.status, prefix, r.err);
+        e2e_res_free(&r);
+    }
+}
+
+/* Every command names an option it does not know, then prints its usage,
+ * exit 2 (bench's own parser is checked in test_e2e_bench.c). */
+static void test_unknown_options(void **state) {
+    (void)state;
+    static const char *const cases[][10] = {
+        {"bandwidth", NULL},
+        {"kernels", NULL},
+        {"list", "--db", "base.db", NULL},
+        {"show", "1", "--db", "base.db", NULL},
+        {"export", "--db", "base.db", NULL},
+        {"run", "good.ini", "--db", "base.db", "-q", NULL},
+        {"scenario", "check", "good.ini", NULL},
+        {"scenario", "explain", "good.ini", NULL},
+        {"scenario", "normalize", "good.ini", NULL},
+        {"generate", "-m", "m.gguf", NULL},
+        {"tokenize", "-m", "m.gguf", "--text", "hi", NULL},
+        {"detokenize", "-m", "m.gguf", "1", NULL},
+        {"model", "info", "m.gguf", NULL},
+    };
+    char *before = e2e_db_counts(db_path);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const char *args[12];
+        int n = 0;
+        for (; cases[i][n]; n++) args[n] = cases[i][n];
+        args[n++] = "--frobnicate";
+        args[n] = NULL;
+        char what[128];
+        snprintf(what, sizeof what, "%s %s --frobnicate", cases[i][0], cases[i][1] ? cases[i][1] : "");
+        e2e_res_t r;
+        e2e_run(E2E_NO_LIMIT, args, &r);
+        e2e_assert_clean(&r, what);
+        if (r.status != 2) fail_msg("%s: exit %d, expected 2; stderr:\n%s", what, r.status, r.err);
+        const char *named = strstr(r.err, "unknown option '--frobnicate'");
+        if (!named) fail_msg("%s: the option is not named:\n%s", what, r.err);
+        if (!strstr(named, "usage")) fail_msg("%s: no usage after the message:\n%s", what, r.err);
+        e2e_res_free(&r);
+    }
+    /* an unknown subcommand of scenario is named too */
+    e2e_res_t r;
+    E2E_RUN(&r, E2E_NO_LIMIT, "scenario", "frobnicate", "good.ini");
+    assert_int_equal(r.status, 2);
+    e2e_assert_err_has(&r, "scenario frobnicate", "unknown subcommand 'frobnicate'", "usage", NULL);
+    e2e_res_free(&r);
+    char *after = e2e_db_counts(db_path);
+    assert_string_equal(before, after);
+    free(after);
+    free(before);
+}
+
 int main(int argc, char **argv) {
     if (e2e_init(argc, argv, "input") != 0) return 1;
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_bad_scenarios),
         cmocka_unit_test(test_hostile_models),
         cmocka_unit_test(test_usage_errors),
+        cmocka_unit_test(test_empty_numbers),
+        cmocka_unit_test(test_unknown_options),
     };
     int failed = cmocka_run_group_tests(tests, group_setup, NULL);
     e2e_cleanup();
