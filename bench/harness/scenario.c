@@ -35,11 +35,18 @@ typedef struct parse_ctx {
 __attribute__((format(printf, 3, 4)))
 static void perr(parse_ctx_t *c, int line, const char *fmt, ...) {
     if (c->status != TB_OK) return;
-    char msg[768];
+    char raw[768], msg[768 * 4];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
+    vsnprintf(raw, sizeof raw, fmt, ap);
     va_end(ap);
+    /* values are quoted from the file: its control bytes are shown as \xNN,
+     * never sent to the terminal as they are */
+    size_t n = 0;
+    for (const unsigned char *q = (const unsigned char *)raw; *q; q++)
+        n += (size_t)(*q < 0x20 || *q == 0x7f ? snprintf(msg + n, sizeof msg - n, "\\x%02x", *q)
+                                              : (msg[n] = (char)*q, 1));
+    msg[n] = '\0';
     if (line > 0) tb_err(TB_ERR_FORMAT, "%s:%d: %s", c->plan->path, line, msg);
     else tb_err(TB_ERR_FORMAT, "%s: %s", c->plan->path, msg);
     c->status = TB_ERR_FORMAT;
@@ -137,11 +144,11 @@ static int parse_value(const tb_key_def_t *d, const char *value, tb_value_t *v,
         for (int i = 0; i < n; i++) {
             const char *comma = strchr(p, ',');
             size_t len = comma ? (size_t)(comma - p) : strlen(p);
-            char item[64];
-            if (len >= sizeof item) len = sizeof item - 1;
-            memcpy(item, p, len);
-            item[len] = '\0';
-            if ((what = parse_int1(item, d->unit, &list[i]))) {
+            char *item = strndup(p, len);   /* the whole item, however long */
+            if (!item) { snprintf(msg, cap, "out of memory"); free(list); return -1; }
+            what = parse_int1(item, d->unit, &list[i]);
+            free(item);
+            if (what) {
                 snprintf(msg, cap, "item %d: expected %s (a comma-separated list), got \"%s\"",
                          i + 1, what, value);
                 free(list);
@@ -435,7 +442,7 @@ static int read_file(const char *path, char **out, size_t *len) {
 /* Validate and canonicalize [model] type: a comma-separated list of
  * "default" or supported type names, rewritten lower-case as "a, b". */
 static int canon_types(parse_ctx_t *c, tb_value_t *v) {
-    char out[512] = "", item[64];
+    char out[512] = "";
     size_t n = 0;
     int count = 0;
     for (const char *p = v->s; ; ) {
@@ -443,15 +450,18 @@ static int canon_types(parse_ctx_t *c, tb_value_t *v) {
         const char *b = p, *e = p + len;
         while (b < e && isspace((unsigned char)*b)) b++;
         while (e > b && isspace((unsigned char)e[-1])) e--;
-        snprintf(item, sizeof item, "%.*s", (int)(e - b), b);
+        char *item = strndup(b, (size_t)(e - b));   /* the whole item, however long */
+        if (!item) { perr(c, 0, "out of memory"); return -1; }
         tb_type_t t;
-        if (strcasecmp(item, "default") != 0 &&
-            (tb_type_from_name(item, &t) != TB_OK || !tb_type_supported((uint32_t)t))) {
+        bool dflt = !strcasecmp(item, "default");
+        if (!dflt && (tb_type_from_name(item, &t) != TB_OK || !tb_type_supported((uint32_t)t))) {
             perr(c, v->line, "[model] type: unknown weight type \"%s\": expected default, tq2_0, "
                  "tq1_0, q4_0, q4_k, q6_k, q8_0, f16, bf16 or f32 (comma-separated)", item);
+            free(item);
             return -1;
         }
-        const char *name = strcasecmp(item, "default") ? tb_type_name(t) : "default";
+        free(item);
+        const char *name = dflt ? "default" : tb_type_name(t);
         n += (size_t)snprintf(out + n, n < sizeof out ? sizeof out - n : 0, "%s%s",
                               count++ ? ", " : "", name);
         if (!p[len]) break;

@@ -83,6 +83,9 @@ static const struct {
     {"syntax.ini", "[model]\npath = m.gguf\nno equals sign\n[decode]\n", 3, "expected"},
     {"duplicate.ini", "[model]\npath = m.gguf\n[decode]\ntokens = 1\ntokens = 2\n", 5, "duplicate"},
     {"no-tests.ini", "[model]\npath = m.gguf\n", 0, "test section"},
+    /* a list item longer than 63 characters is read whole */
+    {"long-item.ini", "[model]\npath = m.gguf\n[prefill]\nprompt_tokens = 8"
+     "                                                                      garbage\n", 4, "garbage"},
     /* a byte order mark does not shift the section tracking */
     {"bom.ini", "\xEF\xBB\xBF[model]\npath = m.gguf\nbogus = 1\n[decode]\n", 3, "unknown key"},
 };
