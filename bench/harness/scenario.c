@@ -412,33 +412,6 @@ static char *resolve_path(const tb_plan_t *p, const char *v) {
     return out;
 }
 
-/* Read a whole text file (NUL-terminated). */
-static int read_file(const char *path, char **out, size_t *len) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return -1;
-    errno = 0;
-    size_t cap = 4096, n = 0;
-    char *buf = malloc(cap);
-    while (buf) {
-        if (n + 1 >= cap) {
-            char *nb = realloc(buf, cap * 2);
-            if (!nb) { free(buf); buf = NULL; break; }
-            buf = nb;
-            cap *= 2;
-        }
-        size_t r = fread(buf + n, 1, cap - n - 1, f);
-        n += r;
-        if (r == 0) break;
-    }
-    int bad = !buf ? ENOMEM : ferror(f) ? (errno ? errno : EIO) : 0;   /* EISDIR for a directory */
-    fclose(f);
-    if (bad) { free(buf); errno = bad; return -1; }
-    buf[n] = '\0';
-    *out = buf;
-    *len = n;
-    return 0;
-}
-
 /* Validate and canonicalize [model] type: a comma-separated list of
  * "default" or supported type names, rewritten lower-case as "a, b". */
 static int canon_types(parse_ctx_t *c, tb_value_t *v) {
@@ -547,10 +520,12 @@ static void validate(parse_ctx_t *c) {
         const char *vf = m->v[K_MODEL_VOCAB_FROM].s;
         if (*vf) {
             char *r = resolve_path(p, vf);
+            struct stat vst;
             int ok = r && access(r, R_OK) == 0;
-            int e = errno;
+            int e = ok ? 0 : errno;
+            if (ok && (stat(r, &vst) != 0 || !S_ISREG(vst.st_mode))) { ok = 0; e = EINVAL; }
             if (!ok) perr(c, m->v[K_MODEL_VOCAB_FROM].line, "[model] vocab_from: cannot read "
-                          "\"%s\": %s", r ? r : vf, strerror(e));
+                          "\"%s\": %s", r ? r : vf, e == EINVAL ? "not a regular file" : strerror(e));
             free(r);
             if (!ok) return;
         }
@@ -569,9 +544,9 @@ static void validate(parse_ctx_t *c) {
             const char *f = t->v[pf].s;
             if (*f) {
                 if (!(t->prompt_path = resolve_path(p, f))) { perr(c, 0, "out of memory"); return; }
-                if (read_file(t->prompt_path, &t->prompt_text, &t->prompt_len) != 0) {
-                    perr(c, t->v[pf].line, "[%s] prompt_file: cannot read \"%s\": %s", t->name,
-                         t->prompt_path, strerror(errno));
+                if (tb_input_read(t->prompt_path, "prompt file", TB_PROMPT_MAX_BYTES, &t->prompt_text,
+                                  &t->prompt_len) != TB_OK) {
+                    perr(c, t->v[pf].line, "[%s] prompt_file: %s", t->name, tb_last_error());
                     return;
                 }
                 if (t->prompt_len == 0) {
@@ -651,9 +626,9 @@ int tb_plan_load(const char *path, tb_plan_t *plan) {
     char *text;
     size_t len;
     memset(plan, 0, sizeof *plan);
-    if (read_file(path, &text, &len) != 0)
-        return tb_err(TB_ERR_IO, "%s: cannot read scenario: %s", path, strerror(errno));
-    int rc = tb_plan_parse(path, text, len, plan);
+    int rc = tb_input_read(path, "scenario", TB_SCENARIO_MAX_BYTES, &text, &len);
+    if (rc != TB_OK) return rc;
+    rc = tb_plan_parse(path, text, len, plan);
     free(text);
     return rc;
 }

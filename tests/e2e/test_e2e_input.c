@@ -8,6 +8,8 @@
  *     message names the file (and the byte offset when the bytes are at
  *     fault), the exit status is non-zero, no signal, no sanitizer report;
  *   - wrong command-line types and values: usage error, exit 2;
+ *   - endless or oversized inputs (/dev/zero, a FIFO, a file over the cap)
+ *     as a scenario, prompt or text file: refused at once, exit 2;
  *   - empty numeric values (never read as 0) and unknown options (named,
  *     then the usage), exit 2.
  */
@@ -22,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 /* ===================================================================== */
 /* Fixtures: a tiny model, a database with one complete run               */
@@ -325,6 +328,71 @@ static void test_usage_errors(void **state) {
 }
 
 /* ===================================================================== */
+/* Endless and oversized inputs                                           */
+/* ===================================================================== */
+
+/* A device, a FIFO nobody writes to, or a file over the cap where a
+ * scenario, prompt or text file is expected: refused at once (never read
+ * into memory, never waited on), exit 2, the file named. */
+static void test_endless_inputs(void **state) {
+    (void)state;
+    char p[512];
+    e2e_path(p, sizeof p, "in-fifo");
+    assert_int_equal(mkfifo(p, 0644), 0);
+    e2e_write("zero-prompt.ini", "[model]\npath = m.gguf\n[generate]\nprompt_file = /dev/zero\n", (size_t)-1);
+    e2e_write("fifo-prompt.ini", "[model]\npath = m.gguf\n[ttft]\nprompt_file = in-fifo\n", (size_t)-1);
+    e2e_write("big-prompt.ini", "[model]\npath = m.gguf\n[generate]\nprompt_file = big.txt\n", (size_t)-1);
+    e2e_write("zero-vocab.ini", "[model]\nsynth = llama-tiny\nvocab_from = /dev/zero\n[decode]\n", (size_t)-1);
+    /* sparse files: their size is over the cap, no disk is used */
+    e2e_path(p, sizeof p, "big.txt");
+    FILE *f = fopen(p, "w");
+    assert_non_null(f);
+    assert_int_equal(ftruncate(fileno(f), (off_t)40 << 20), 0);
+    fclose(f);
+    e2e_path(p, sizeof p, "big.ini");
+    f = fopen(p, "w");
+    assert_non_null(f);
+    fputs("[model]\npath = m.gguf\n[decode]\n", f);
+    assert_int_equal(ftruncate(fileno(f), (off_t)5 << 20), 0);
+    fclose(f);
+    static const char *const cases[][8] = {
+        /* what the message must name first */
+        {"/dev/zero", "scenario", "check", "/dev/zero", NULL},
+        {"/dev/zero", "scenario", "explain", "/dev/zero", NULL},
+        {"/dev/zero", "run", "/dev/zero", "--db", "base.db", "-q", NULL},
+        {"in-fifo", "scenario", "check", "in-fifo", NULL},
+        {"in-fifo", "run", "in-fifo", "--db", "base.db", "-q", NULL},
+        {"zero-prompt.ini:4: ", "scenario", "check", "zero-prompt.ini", NULL},
+        {"zero-prompt.ini:4: ", "run", "zero-prompt.ini", "--db", "base.db", "-q", NULL},
+        {"fifo-prompt.ini:4: ", "scenario", "check", "fifo-prompt.ini", NULL},
+        {"fifo-prompt.ini:4: ", "run", "fifo-prompt.ini", "--db", "base.db", "-q", NULL},
+        {"big-prompt.ini:4: ", "scenario", "check", "big-prompt.ini", NULL},
+        {"zero-vocab.ini:3: ", "scenario", "check", "zero-vocab.ini", NULL},
+        {"big.ini", "scenario", "check", "big.ini", NULL},
+        {"/dev/zero", "tokenize", "-m", "m.gguf", "--file", "/dev/zero", NULL},
+        {"in-fifo", "tokenize", "-m", "m.gguf", "--file", "in-fifo", NULL},
+        {"big.txt", "tokenize", "-m", "m.gguf", "--file", "big.txt", NULL},
+    };
+    char *before = e2e_db_counts(db_path);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char what[256];
+        snprintf(what, sizeof what, "%s %s %s", cases[i][1], cases[i][2], cases[i][3]);
+        e2e_res_t r;
+        e2e_run(E2E_NO_LIMIT, &cases[i][1], &r);
+        e2e_assert_clean(&r, what);
+        if (r.status != 2) fail_msg("%s: exit %d, expected 2; stderr:\n%s", what, r.status, r.err);
+        e2e_assert_err_has(&r, what, cases[i][0], NULL);
+        if (!strstr(r.err, "not a regular file") && !strstr(r.err, "over the limit"))
+            fail_msg("%s: the message does not say why:\n%s", what, r.err);
+        e2e_res_free(&r);
+    }
+    char *after = e2e_db_counts(db_path);
+    assert_string_equal(before, after);
+    free(after);
+    free(before);
+}
+
+/* ===================================================================== */
 /* Empty numbers and unknown options                                      */
 /* ===================================================================== */
 
@@ -440,6 +508,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_bad_scenarios),
         cmocka_unit_test(test_hostile_models),
         cmocka_unit_test(test_usage_errors),
+        cmocka_unit_test(test_endless_inputs),
         cmocka_unit_test(test_empty_numbers),
         cmocka_unit_test(test_unknown_options),
     };

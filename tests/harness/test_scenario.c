@@ -75,7 +75,7 @@ static void test_errors(void **state) {
     expect_error("[model]\nsynth = maple-huge\n[decode]\n", 2, "unknown preset \"maple-huge\"");
     expect_error("[model]\npath = m.gguf\nseed = 3\n[decode]\n", 3, "seed only applies with synth");
     expect_error("[model]\nsynth = maple-tiny\ntype = q3_k\n[decode]\n", 3, "unknown weight type \"q3_k\"");
-    expect_error(MODEL "[generate]\nprompt_file = nope.txt\n", 4, "[generate] prompt_file: cannot read");
+    expect_error(MODEL "[generate]\nprompt_file = nope.txt\n", 4, "nope.txt: cannot read prompt file");
     expect_error(MODEL "[ttft]\nprompt_tokens = 0\n", 4, "0 (the whole prompt file) needs prompt_file");
     expect_error(MODEL "[protocol]\nwarmup = 0\n", 4, "no test sections");
     expect_error(MODEL "[protocol]\nrecord_tokens = maybe\n[decode]\n", 4, "expected true or false, got \"maybe\"");
