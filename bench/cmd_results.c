@@ -1,7 +1,7 @@
 /*
  * cmd_results.c — reading results back:
  *   ternbench list   [--db PATH] [--last N]
- *   ternbench show   RUN [--db PATH]            (RUN: id or uuid prefix)
+ *   ternbench show   RUN [--db PATH]            (RUN: id, or uuid prefix; find_run)
  *   ternbench export [--db PATH] [--format csv|json|md] [--run RUN]... [--all]
  * export writes one row per measurement (repetition >= 0, and the -1
  * summaries); --all adds the spread rows ("metric:stddev" ...).
@@ -53,17 +53,51 @@ static const char *col(sqlite3_stmt *st, int i) {
     return t ? (const char *)t : "";
 }
 
-/* Resolve RUN (numeric id or uuid prefix) to an id; -1 if none/ambiguous. */
+/* How RUN names a run (the rule the usage texts state): all digits is a
+ * run id, never a uuid; "id:N" the same explicitly; "uuid:PREFIX" a uuid
+ * prefix of any length; otherwise a uuid prefix of at least
+ * RUN_UUID_MIN_PREFIX hex digits (dashes allowed). */
+#define RUN_UUID_MIN_PREFIX 8
+#define RUN_RULE "RUN is a run id (digits, as `list` shows), or a uuid prefix of at least 8 hex\n" \
+                 "digits, or uuid:PREFIX (any length) / id:N to say which explicitly\n"
+
+/* Resolve RUN to a run id; -1 (message printed) if malformed, unknown or
+ * ambiguous. */
 static int64_t find_run(sqlite3 *db, const char *cmd, const char *arg) {
-    sqlite3_stmt *st = prep(db, cmd, "SELECT id FROM runs WHERE CAST(id AS TEXT) = ?1 OR uuid LIKE ?1 || '%'");
+    const char *a = arg;
+    bool by_id = false, by_uuid = false;
+    if (!strncmp(a, "id:", 3)) { a += 3; by_id = true; }
+    else if (!strncmp(a, "uuid:", 5)) { a += 5; by_uuid = true; }
+    size_t n_digits = strspn(a, "0123456789"), n_hex = 0;
+    for (const char *c = a; *c; c++) n_hex += *c != '-';
+    bool hex = *a && strspn(a, "0123456789abcdefABCDEF-") == strlen(a);
+    if (!by_uuid && *a && !a[n_digits]) by_id = true;
+    else if (by_id || !hex || (!by_uuid && n_hex < RUN_UUID_MIN_PREFIX)) {
+        fprintf(stderr, "ternbench %s: \"%s\" is not a run: " RUN_RULE, cmd, arg);
+        return -1;
+    }
+    char low[64];
+    if (!by_id) {   /* uuids are stored lower-case */
+        if (strlen(a) >= sizeof low) { fprintf(stderr, "ternbench %s: no run matches \"%s\"\n", cmd, arg); return -1; }
+        for (size_t k = 0; k <= strlen(a); k++) low[k] = (char)(a[k] >= 'A' && a[k] <= 'F' ? a[k] + 32 : a[k]);
+    }
+    long long want = -1;
+    if (by_id && cmd_parse_ll(a, 0, INT64_MAX, &want)) want = -1;   /* too many digits: no such run */
+    sqlite3_stmt *st = prep(db, cmd, by_id ? "SELECT id FROM runs WHERE id = ?1"
+                                           : "SELECT id FROM runs WHERE substr(uuid, 1, length(?1)) = ?1");
     if (!st) return -1;
     int64_t id = -1;
-    int n = 0;
-    if (sqlite3_bind_text(st, 1, arg, -1, SQLITE_TRANSIENT) == SQLITE_OK)
-        while (sqlite3_step(st) == SQLITE_ROW) { id = sqlite3_column_int64(st, 0); n++; }
+    int n = 0, rc = by_id ? sqlite3_bind_int64(st, 1, want) : sqlite3_bind_text(st, 1, low, -1, SQLITE_TRANSIENT);
+    if (rc == SQLITE_OK)
+        while ((rc = sqlite3_step(st)) == SQLITE_ROW) { id = sqlite3_column_int64(st, 0); n++; }
+    if (rc != SQLITE_DONE) {
+        fprintf(stderr, "ternbench %s: %s\n", cmd, sqlite3_errmsg(db));
+        sqlite3_finalize(st);
+        return -1;
+    }
     sqlite3_finalize(st);
-    if (n == 0) fprintf(stderr, "ternbench %s: no run matches \"%s\"\n", cmd, arg);
-    if (n > 1) fprintf(stderr, "ternbench %s: \"%s\" matches %d runs; give more of the uuid\n", cmd, arg, n);
+    if (n == 0) fprintf(stderr, "ternbench %s: no run %s \"%s\"\n", cmd, by_id ? "has the id" : "has a uuid starting", arg);
+    if (n > 1) fprintf(stderr, "ternbench %s: \"%s\" is the start of %d runs' uuids; give more of it\n", cmd, arg, n);
     return n == 1 ? id : -1;
 }
 
@@ -118,7 +152,7 @@ int cmd_list(int argc, char **argv) {
 /* show                                                                   */
 /* ===================================================================== */
 
-static const char show_usage[] = "usage: ternbench show RUN [--db PATH]\n";
+static const char show_usage[] = "usage: ternbench show RUN [--db PATH]\n" RUN_RULE;
 
 /* Print "name: value" for each column of the single row of sql(?1 = id). */
 static int show_row(sqlite3 *db, const char *title, const char *sql, int64_t id) {
@@ -219,7 +253,7 @@ static void csv_field(const char *s) {
 }
 
 static const char export_usage[] =
-    "usage: ternbench export [--db PATH] [--format csv|json|md] [--run RUN]... [--all]\n";
+    "usage: ternbench export [--db PATH] [--format csv|json|md] [--run RUN]... [--all]\n" RUN_RULE;
 
 void cmd_json_str(const char *s) {
     putchar('"');
