@@ -23,18 +23,27 @@
 /* Shared                                                                 */
 /* ===================================================================== */
 
-/* Open the store (migrating and recovering like every opener). */
+/* Open the store for reading (tb_store_open_read): it writes only when
+ * something is due and the file is writable; say what was done or is
+ * pending. */
 static tb_store_t *open_store(const char *cmd, const char *db) {
     tb_store_t *s;
-    /* reading commands never create a database: a mistyped --db is an error */
-    if (access(db, F_OK) != 0) {
-        fprintf(stderr, "ternbench %s: %s: no results database there (%s)\n", cmd, db, strerror(errno));
-        return NULL;
-    }
-    if (tb_store_open(db, &s, NULL) != TB_OK) {
+    tb_store_read_info_t info;
+    if (tb_store_open_read(db, &s, &info) != TB_OK) {
         fprintf(stderr, "ternbench %s: %s\n", cmd, tb_last_error());
         return NULL;
     }
+    if (info.n_recovered > 0)
+        fprintf(stderr, "ternbench %s: marked %d run(s) left by dead processes as interrupted\n", cmd,
+                info.n_recovered);
+    const char *why = info.write_error[0] ? info.write_error : "the database is read-only";
+    if (info.old_version > 0)
+        fprintf(stderr, "ternbench %s: %s has schema version %d (this build: %d) and cannot be migrated (%s): "
+                "read through a migrated copy in memory; the file is unchanged\n", cmd, db, info.old_version,
+                tb_store_version(), why);
+    if (info.n_pending > 0)
+        fprintf(stderr, "ternbench %s: %d run(s) of dead processes still show 'running': recovery pending (%s); "
+                "the next writable open marks them interrupted\n", cmd, info.n_pending, why);
     return s;
 }
 

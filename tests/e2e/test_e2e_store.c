@@ -150,10 +150,212 @@ static void test_run_ids(void **state) {
     e2e_res_free(&r);
 }
 
+/* ===================================================================== */
+/* Other programs' databases                                              */
+/* ===================================================================== */
+
+/* A database with its own `runs` table, one with unrelated tables and one
+ * with a schema version but none of ternbench's tables: every command
+ * refuses them before writing anything (no WAL file appears, the journal
+ * mode is unchanged) and each file stays byte for byte as it was. */
+static void test_foreign_db(void **state) {
+    (void)state;
+    static const struct { const char *name, *sql; } dbs[] = {
+        {"own-runs.db", "CREATE TABLE runs (id INTEGER PRIMARY KEY, who TEXT, started TEXT);"
+                        "INSERT INTO runs VALUES (1, 'someone', 'yesterday');"},
+        {"unrelated.db", "CREATE TABLE songs (title TEXT, secs INTEGER); CREATE INDEX songs_t ON songs(title);"
+                         "CREATE VIEW long_songs AS SELECT * FROM songs WHERE secs > 300;"
+                         "INSERT INTO songs VALUES ('a', 200), ('b', 400);"},
+        {"versioned.db", "PRAGMA user_version = 1; CREATE TABLE notes (body TEXT); INSERT INTO notes VALUES ('x');"},
+    };
+    for (size_t i = 0; i < sizeof dbs / sizeof dbs[0]; i++) {
+        const char *f = dbs[i].name;
+        db_exec(f, dbs[i].sql);
+        char orig[64];
+        snprintf(orig, sizeof orig, "%s.orig", f);
+        copy_file(f, orig);
+        const char *const cmds[][10] = {
+            {"run", "good.ini", "--db", f, "-q", NULL},
+            {"list", "--db", f, NULL},
+            {"show", "1", "--db", f, NULL},
+            {"export", "--db", f, NULL},
+            {"export", "--run", "1", "--db", f, "--format", "json", NULL},
+        };
+        for (size_t c = 0; c < sizeof cmds / sizeof cmds[0]; c++) {
+            char what[128];
+            snprintf(what, sizeof what, "%s --db %s", cmds[c][0], f);
+            e2e_res_t r;
+            e2e_run(E2E_NO_LIMIT, cmds[c], &r);
+            e2e_assert_clean(&r, what);
+            if (r.status == 0) fail_msg("%s: exit 0; stdout:\n%.2000s", what, r.out);
+            e2e_assert_err_has(&r, what, f, "not a ternbench results database", "not modified", NULL);
+            e2e_res_free(&r);
+            if (!same_bytes(f, orig)) fail_msg("%s: the database file was modified", what);
+            char side[80];
+            snprintf(side, sizeof side, "%s-wal", f);
+            if (e2e_size(side) >= 0) fail_msg("%s: a write-ahead log appeared beside it", what);
+        }
+    }
+    /* an empty file, or SQLite's empty database, becomes a results database */
+    e2e_write("zero.db", "", 0);
+    db_exec("blank.db", "PRAGMA page_size = 4096; VACUUM;");
+    const char *blank[] = {"zero.db", "blank.db"};
+    for (size_t i = 0; i < 2; i++) {
+        e2e_res_t r;
+        E2E_RUN(&r, E2E_NO_LIMIT, "run", "good.ini", "--db", blank[i], "-q");
+        e2e_assert_clean(&r, blank[i]);
+        if (r.status != 0) fail_msg("run --db %s: exit %d; stderr:\n%s", blank[i], r.status, r.err);
+        e2e_res_free(&r);
+    }
+}
+
+/* ===================================================================== */
+/* Read-only and full disks                                               */
+/* ===================================================================== */
+
+/* TMP/dir/name made from base.db with run 1 left 'running' by a process
+ * that no longer exists (pid beyond pid_max), its bytes also copied to
+ * TMP/dir/name.orig. */
+static void make_dead_run_db(const char *dir, const char *name) {
+    char p[512], rel[256], orig[256];
+    e2e_path(p, sizeof p, dir);
+    mkdir(p, 0755);
+    snprintf(rel, sizeof rel, "%s/%s", dir, name);
+    snprintf(orig, sizeof orig, "%s/%s.orig", dir, name);
+    copy_file("base.db", rel);
+    db_exec(rel, "UPDATE runs SET status = 'running', ended_utc = NULL, pid = 2147483000 WHERE id = 1;"
+                 "UPDATE tests SET status = 'running' WHERE run_id = 1;");
+    copy_file(rel, orig);
+}
+
+/* The reading commands on `db` with options opt: exit 0, the run's rows
+ * printed, recovery reported pending (need_pending), the file unchanged. */
+static void readers_work(e2e_opt_t opt, const char *db, const char *orig, int need_pending, const char *label) {
+    const char *const cmds[][10] = {
+        {"list", "--db", db, NULL},
+        {"show", "1", "--db", db, NULL},
+        {"export", "--db", db, NULL},
+        {"export", "--run", "1", "--db", db, "--format", "json", NULL},
+    };
+    for (size_t c = 0; c < sizeof cmds / sizeof cmds[0]; c++) {
+        char what[256];
+        snprintf(what, sizeof what, "%s %s (%s)", cmds[c][0], db, label);
+        e2e_res_t r;
+        e2e_run(opt, cmds[c], &r);
+        e2e_assert_clean(&r, what);
+        if (r.status != 0) fail_msg("%s: exit %d; stderr:\n%s", what, r.status, r.err);
+        if (!strstr(r.out, c == 0 ? "running" : "tg2")) fail_msg("%s: the run is not shown:\n%.2000s", what, r.out);
+        if (need_pending) e2e_assert_err_has(&r, what, "recovery pending", NULL);
+        e2e_res_free(&r);
+        if (!same_bytes(db, orig)) fail_msg("%s: the database file was modified", what);
+    }
+}
+
+static void test_readonly_readers(void **state) {
+    (void)state;
+    /* a read-only file in a writable directory */
+    make_dead_run_db("rofile", "r.db");
+    char p[512];
+    e2e_path(p, sizeof p, "rofile/r.db");
+    assert_int_equal(chmod(p, 0444), 0);
+    readers_work(E2E_NO_DAC, "rofile/r.db", "rofile/r.db.orig", 1, "read-only file");
+    /* a read-only directory: nothing can be created beside the file */
+    make_dead_run_db("rodir", "r.db");
+    e2e_path(p, sizeof p, "rodir/r.db");
+    assert_int_equal(chmod(p, 0444), 0);
+    e2e_path(p, sizeof p, "rodir");
+    assert_int_equal(chmod(p, 0555), 0);
+    readers_work(E2E_NO_DAC, "rodir/r.db", "rodir/r.db.orig", 1, "read-only directory");
+    assert_int_equal(e2e_size("rodir/r.db-wal"), -1);
+    assert_int_equal(e2e_size("rodir/r.db-shm"), -1);
+    /* a read-only run says so, and records nothing */
+    const char *const runs[][6] = {
+        {"run", "good.ini", "--db", "rodir/r.db", "-q", NULL},
+        {"run", "good.ini", "--db", "rofile/r.db", "-q", NULL},
+        {"run", "good.ini", "--db", "rodir/new.db", "-q", NULL},
+    };
+    for (size_t i = 0; i < 3; i++) {
+        e2e_res_t r;
+        e2e_run(E2E_NO_DAC, runs[i], &r);
+        e2e_assert_clean(&r, runs[i][3]);
+        if (r.status == 0) fail_msg("run --db %s: exit 0 on a read-only database", runs[i][3]);
+        e2e_assert_err_has(&r, runs[i][3], runs[i][3], "read-only", NULL);
+        if (strstr(r.err, "unable to open")) fail_msg("run --db %s: says \"unable to open\":\n%s", runs[i][3], r.err);
+        e2e_res_free(&r);
+    }
+    assert_true(same_bytes("rodir/r.db", "rodir/r.db.orig"));
+    assert_int_equal(e2e_size("rodir/new.db"), -1);
+    assert_int_equal(chmod(p, 0755), 0);
+    /* a full disk: nothing can be written, the readers still read */
+    make_dead_run_db("full", "r.db");
+    readers_work(E2E_FSIZE(1024), "full/r.db", "full/r.db.orig", 1, "full disk");
+    /* writable again: the next reader marks the dead run interrupted */
+    e2e_res_t r;
+    E2E_RUN(&r, E2E_NO_LIMIT, "list", "--db", "full/r.db");
+    assert_int_equal(r.status, 0);
+    e2e_assert_err_has(&r, "list (writable)", "marked 1 run", NULL);
+    if (!strstr(r.out, "interrupted")) fail_msg("list (writable): the run is not interrupted:\n%s", r.out);
+    e2e_res_free(&r);
+}
+
+/* A database of an older schema version, read-only: readable through a
+ * migrated copy in memory, said so, the file unchanged. */
+static void test_readonly_old_schema(void **state) {
+    (void)state;
+    const char *root = getenv("TB_SOURCE_ROOT");
+    if (!root) fail_msg("TB_SOURCE_ROOT is not set (meson sets it for every test)");
+    char schema_path[1024];
+    snprintf(schema_path, sizeof schema_path, "%s/results/schema.sql", root);
+    FILE *f = fopen(schema_path, "r");
+    if (!f) fail_msg("cannot read %s", schema_path);
+    static char schema[1 << 16];
+    size_t n = fread(schema, 1, sizeof schema - 1, f);
+    fclose(f);
+    schema[n] = '\0';
+    char p[512];
+    e2e_path(p, sizeof p, "old");
+    mkdir(p, 0755);
+    db_exec("old/v1.db", schema);
+    db_exec("old/v1.db",
+        "INSERT INTO hosts VALUES (1,'fp','h','v','b',1,2,3,4,8,32,512,8192,'avx2',1024,'os','k','2026-01-01T00:00:00Z');"
+        "INSERT INTO builds VALUES (1,'bf','0.1.0','abc',0,'gcc','-O2','release','avx2','2026-01-01T00:00:00Z');"
+        "INSERT INTO models VALUES (1,'mh','/m.gguf','oldmodel','maple','tq2_0','tq2_0:1',10,10,5,1,8,16,0,0,NULL,NULL,"
+        "'2026-01-01T00:00:00Z');"
+        "INSERT INTO scenarios VALUES (1,'sh','quick','quick.ini','[model]');"
+        "INSERT INTO runs VALUES (1,'0ld00000-0000-4000-8000-000000000001','2026-01-01T00:00:00Z',"
+        "'2026-01-01T00:01:00Z','complete',1,1,1,1,1,2,'avx2','f16',10.0,11.0,NULL);"
+        "INSERT INTO tests VALUES (1,1,'decode','decode','tg8@d0','{}','complete','nominal',NULL);"
+        "INSERT INTO measurements VALUES (1,1,-1,'decode_tok_per_s',42.0,'tok/s');");
+    copy_file("old/v1.db", "old/v1.db.orig");
+    e2e_path(p, sizeof p, "old/v1.db");
+    assert_int_equal(chmod(p, 0444), 0);
+    e2e_path(p, sizeof p, "old");
+    assert_int_equal(chmod(p, 0555), 0);
+    const char *const cmds[][8] = {
+        {"list", "--db", "old/v1.db", NULL},
+        {"show", "1", "--db", "old/v1.db", NULL},
+        {"export", "--db", "old/v1.db", NULL},
+    };
+    for (size_t c = 0; c < 3; c++) {
+        e2e_res_t r;
+        e2e_run(E2E_NO_DAC, cmds[c], &r);
+        e2e_assert_clean(&r, cmds[c][0]);
+        if (r.status != 0) fail_msg("%s (old schema, read-only): exit %d; stderr:\n%s", cmds[c][0], r.status, r.err);
+        if (!strstr(r.out, c == 0 ? "quick" : c == 1 ? "oldmodel" : "42")) fail_msg("%s: rows missing:\n%s", cmds[c][0], r.out);
+        e2e_assert_err_has(&r, cmds[c][0], "schema version 1", "unchanged", NULL);
+        e2e_res_free(&r);
+    }
+    assert_int_equal(chmod(p, 0755), 0);
+    assert_true(same_bytes("old/v1.db", "old/v1.db.orig"));
+}
+
 int main(int argc, char **argv) {
     if (e2e_init(argc, argv, "store") != 0) return 1;
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_run_ids),
+        cmocka_unit_test(test_foreign_db),
+        cmocka_unit_test(test_readonly_readers),
+        cmocka_unit_test(test_readonly_old_schema),
     };
     int failed = cmocka_run_group_tests(tests, group_setup, NULL);
     e2e_cleanup();
