@@ -169,7 +169,7 @@ out:
 
 static const char scenario_usage_text[] =
     "usage: ternbench scenario explain FILE   resolved plan, every default shown\n"
-    "       ternbench scenario check FILE...  validate; print the normalized hash\n"
+    "       ternbench scenario check FILE...  validate, flag tests that cannot run; print the hash\n"
     "       ternbench scenario normalize FILE the normalized text stored with runs\n"
     "       ternbench scenario keys           markdown reference of every key\n";
 
@@ -210,6 +210,7 @@ int cmd_scenario(int argc, char **argv) {
         }
         if (explain) tb_plan_explain(&p, stdout);
         else if (norm) fputs(p.normalized, stdout);
+        else if (tb_plan_check(&p, stderr) > 0) status = 2;
         else printf("%s: ok (%d test sections, sha256 %s)\n", argv[i], p.n_tests, p.hash);
         tb_plan_free(&p);
     }

@@ -301,6 +301,13 @@ static int add_series(series_t *s, int *n_s, int cap_reps, const tb_rep_t *r) {
     return TB_OK;
 }
 
+/* A test's failure is never silent: a progress note, or under -q (no
+ * notes) a line on stderr naming the scenario. */
+static void note_failed(run_ctx_t *c, const char *label, const char *err) {
+    if (c->opts->quiet) fprintf(stderr, "ternbench run: %s: %s FAILED: %s\n", c->plan->path, label, err);
+    else tb_progress_note(&c->prog, "%-24s FAILED: %s", label, err);
+}
+
 /* Run one case of a test section: warm-ups, repetitions, summary, verdict.
  * Returns TB_OK (status says complete/failed/interrupted) or a store error. */
 static int run_case(run_ctx_t *c, const tb_section_t *sec, int ci, char status[16]) {
@@ -366,9 +373,18 @@ static int run_case(run_ctx_t *c, const tb_section_t *sec, int ci, char status[1
                                   label, params, &test_id);
     if (src) { tb_session_free(sess); free(prompt); return src; }
     if (rc) {
-        tb_progress_note(&c->prog, "%-24s FAILED: %s", label, err);
+        note_failed(c, label, err);
         tb_progress_step(&c->prog, warm + reps, label);
         free(prompt);
+        summary_row_t row = {.value = NAN, .sd = NAN};   /* the summary shows it failed */
+        snprintf(row.section, sizeof row.section, "%s", sec->name);
+        if (strchr(sec->name, '.')) snprintf(row.label, sizeof row.label, "%s %s", strchr(sec->name, '.') + 1, label);
+        else snprintf(row.label, sizeof row.label, "%s", label);
+        snprintf(row.metric, sizeof row.metric, "%s", tb_work_headline_metric(sec->kind));
+        snprintf(row.thermal, sizeof row.thermal, "unknown");
+        snprintf(row.status, sizeof row.status, "failed");
+        summary_row_t *nr = realloc(c->rows, (size_t)(c->n_rows + 1) * sizeof *nr);
+        if (nr) { c->rows = nr; c->rows[c->n_rows++] = row; }
         return tb_store_test_end(c->store, test_id, "failed", "unknown", err);
     }
 
@@ -455,7 +471,7 @@ static int run_case(run_ctx_t *c, const tb_section_t *sec, int ci, char status[1
     snprintf(row.status, sizeof row.status, "%s", status);
     summary_row_t *nr = realloc(c->rows, (size_t)(c->n_rows + 1) * sizeof *nr);
     if (nr) { c->rows = nr; c->rows[c->n_rows++] = row; }
-    if (err[0]) tb_progress_note(&c->prog, "%-24s FAILED: %s", label, err);
+    if (err[0]) note_failed(c, label, err);
     else if (!interrupted)
         tb_progress_note(&c->prog, "%-24s %s = %.2f %s (%s, %s)", label, hm, row.value, row.unit,
                          headline, thermal);

@@ -133,6 +133,10 @@ int  tb_plan_load(const char *path, tb_plan_t *plan);
 /* Same from a text buffer; `path` is only used for messages and relative paths. */
 int  tb_plan_parse(const char *path, const char *text, size_t len, tb_plan_t *plan);
 void tb_plan_free(tb_plan_t *plan);
+/* What a parsed plan asks that cannot run whatever the model (a test
+ * needing more context than [engine] ctx): one "FILE:LINE: message" line
+ * per problem to out; returns their number (scenario_check.c). */
+int  tb_plan_check(const tb_plan_t *plan, FILE *out);
 
 /* [model] type may list several weight types: the plan runs once per
  * entry ("variant"); a plan with path = has one variant. */

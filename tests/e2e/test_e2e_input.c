@@ -10,6 +10,8 @@
  *   - wrong command-line types and values: usage error, exit 2;
  *   - endless or oversized inputs (/dev/zero, a FIFO, a file over the cap)
  *     as a scenario, prompt or text file: refused at once, exit 2;
+ *   - a test that cannot run ([engine] ctx too small): its reason on stderr
+ *     even with -q, a summary row, and `scenario check` flags it;
  *   - empty numeric values (never read as 0) and unknown options (named,
  *     then the usage), exit 2.
  */
@@ -502,6 +504,46 @@ static void test_unknown_options(void **state) {
     free(before);
 }
 
+/* ===================================================================== */
+/* Tests that cannot run                                                  */
+/* ===================================================================== */
+
+static const char *CTX_INI =
+    "[model]\npath = m.gguf\n"
+    "[engine]\nthreads = 1\nctx = 24\n"
+    "[protocol]\nwarmup = 0\nrepetitions = 1\nbandwidth_probe = 0\nthrottle_check = false\n"
+    "[decode]\ntokens = 4\ndepths = 0, 32\n"      /* line 13: tg4@d32 needs 37 */
+    "[prefill.big]\nprompt_tokens = 16, 64\n";   /* line 15: pp64 needs 64 */
+
+/* A test that fails before its repetitions: its reason reaches stderr even
+ * with -q, and it has a row in the summary table; `scenario check` flags
+ * it with FILE:LINE: without running anything. */
+static void test_cannot_run(void **state) {
+    (void)state;
+    e2e_write("ctx.ini", CTX_INI, (size_t)-1);
+    e2e_res_t r;
+    E2E_RUN(&r, E2E_NO_LIMIT, "run", "ctx.ini", "--db", "ctx.db", "-q");
+    e2e_assert_clean(&r, "run -q ctx.ini");
+    if (r.status != 1) fail_msg("run -q ctx.ini: exit %d, expected 1; stderr:\n%s", r.status, r.err);
+    e2e_assert_err_has(&r, "run -q ctx.ini", "tg4@d32", "needs 37 context positions", "pp64",
+                       "needs 64 context positions", NULL);
+    const char *rows[] = {"| tg4@d32 | decode_tok_per_s | failed |", "| big pp64 | prefill_tok_per_s | failed |",
+                          "| tg4@d0 |", "| big pp16 |"};
+    for (size_t i = 0; i < 4; i++)
+        if (!strstr(r.out, rows[i])) fail_msg("run -q ctx.ini: no summary row \"%s\":\n%s", rows[i], r.out);
+    e2e_res_free(&r);
+    E2E_RUN(&r, E2E_NO_LIMIT, "scenario", "check", "ctx.ini");
+    e2e_assert_clean(&r, "scenario check ctx.ini");
+    if (r.status != 2) fail_msg("scenario check ctx.ini: exit %d, expected 2; stderr:\n%s", r.status, r.err);
+    e2e_assert_err_has(&r, "scenario check ctx.ini", "ctx.ini:13: [decode] tg4@d32 needs 37",
+                       "ctx.ini:15: [prefill.big] pp64 needs 64", "[engine] ctx is 24 (line 5)", NULL);
+    if (strstr(r.err, "pp16") || strstr(r.err, "d0 ")) fail_msg("a test that can run is flagged:\n%s", r.err);
+    e2e_res_free(&r);
+    E2E_RUN(&r, E2E_NO_LIMIT, "scenario", "check", "good.ini");
+    assert_int_equal(r.status, 0);
+    e2e_res_free(&r);
+}
+
 int main(int argc, char **argv) {
     if (e2e_init(argc, argv, "input") != 0) return 1;
     const struct CMUnitTest tests[] = {
@@ -511,6 +553,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_endless_inputs),
         cmocka_unit_test(test_empty_numbers),
         cmocka_unit_test(test_unknown_options),
+        cmocka_unit_test(test_cannot_run),
     };
     int failed = cmocka_run_group_tests(tests, group_setup, NULL);
     e2e_cleanup();
