@@ -229,7 +229,7 @@ static char *file_uri(const char *path, const char *params) {
     size_t n = strlen(path);
     char *u = malloc(3 * n + strlen(params) + 8);
     if (!u) return NULL;
-    char *o = u + sprintf(u, "file:");
+    char *o = u + sprintf(u, path[0] == '/' ? "file://" : "file:");   /* "file:///abs": no authority */
     for (const char *c = path; *c; c++) {
         if (*c == '?' || *c == '#' || *c == '%') o += sprintf(o, "%%%02X", (unsigned char)*c);
         else *o++ = *c;
@@ -344,6 +344,10 @@ int tb_store_open(const char *path, tb_store_t **out, int *n_recovered) {
     }
     int rc;
     struct stat fst;
+    if (stat(path, &fst) == 0 && !S_ISREG(fst.st_mode)) {
+        rc = tb_err(TB_ERR_FORMAT, "%s: not a ternbench results database (not a regular file); not modified", path);
+        goto fail;
+    }
     if (stat(path, &fst) == 0 && fst.st_size > 0) {
         /* look before writing anything (the journal mode included): another
          * program's database is refused untouched */
