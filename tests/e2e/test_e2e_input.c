@@ -298,7 +298,7 @@ static void test_usage_errors(void **state) {
         {"byte 1", "run", "good.ini", "--db", "base.db", "--tag", "a b=c", NULL},
         {"byte 6", "run", "good.ini", "--db", "base.db", "--tag", "note=x\ny", NULL},
         {"--out", "report", "--db", "base.db", NULL},
-        {"unknown argument '--bogus'", "report", "--db", "base.db", "--out", "r", "--bogus", NULL},
+        {"unknown option '--bogus'", "report", "--db", "base.db", "--out", "r", "--bogus", NULL},
         {"--db needs a value", "report", "--out", "r", "--db", NULL},
         {"usage", "scenario", "bogus", NULL},
         {"--bogus", "list", "--db", "base.db", "--bogus", NULL},
@@ -473,6 +473,7 @@ static void test_unknown_options(void **state) {
         {"tokenize", "-m", "m.gguf", "--text", "hi", NULL},
         {"detokenize", "-m", "m.gguf", "1", NULL},
         {"model", "info", "m.gguf", NULL},
+        {"report", "--db", "base.db", "--out", "rep-unknown", NULL},
     };
     char *before = e2e_db_counts(db_path);
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
