@@ -109,7 +109,7 @@ int cmd_report(int argc, char **argv) {
             *(!strcmp(a, "--baseline") ? &have_base : &have_cmp) = 1;
             i++;
         } else {
-            fprintf(stderr, "ternbench report: unknown argument '%s'\n", a);
+            cmd_arg_reject("report", a, NULL);
             usage(stderr);
             return 2;
         }

@@ -27,10 +27,24 @@ int cmd_metrics(int argc, char **argv);      /* the metric registry         */
 /* Print s to stdout as a JSON string (quoted, escaped); cmd_results.c. */
 void cmd_json_str(const char *s);
 
-/* Shared by the measurement commands (cmd_perf.c). */
+/* Argument helpers shared by every command (cmd_args.c). */
 /* Parse option `opt`'s value v as an integer in [lo, hi] into *out; 0, or 2
- * after printing the usage error (naming cmd, opt and v). */
+ * after printing the usage error (naming cmd, opt and v; v NULL: the option
+ * needs a value; v "": an empty value, never taken as 0). */
 int cmd_arg_int(const char *cmd, const char *opt, const char *v, int lo, int hi, int *out);
+/* Parse v as a decimal integer in [lo, hi]: digits with an optional leading
+ * '-', nothing before or after, not empty. NULL on success (*out set), else
+ * what was expected ("an integer", ...). */
+const char *cmd_parse_ll(const char *v, long long lo, long long hi, long long *out);
+/* An argument the command does not take: print "ternbench CMD: unknown
+ * option 'ARG'" (ARG starts with '-') or "unexpected argument 'ARG'", then
+ * `usage` (may be NULL: the caller prints it), to stderr. Returns 2. */
+int cmd_arg_reject(const char *cmd, const char *arg, const char *usage);
+/* An option given last without its value: "option OPT needs a value", then
+ * `usage` (may be NULL). Returns 2. */
+int cmd_arg_missing(const char *cmd, const char *opt, const char *usage);
+
+/* Shared by the measurement commands (cmd_perf.c). */
 /* The read-bandwidth roofline with `threads` threads (tb_bandwidth_probe
  * over 256 MiB, best of 5); 0, or the engine's code after printing it. */
 int cmd_probe(int threads, double *gbps);

@@ -5,6 +5,7 @@
 #include "internal.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <signal.h>
 #include <sqlite3.h>
 #include <stdio.h>
@@ -80,7 +81,7 @@ static const char *const stmt_sql[ST_COUNT] = {
 struct tb_store {
     sqlite3 *db;
     char *path;
-    sqlite3_stmt *st[ST_COUNT];
+    sqlite3_stmt *st[ST_COUNT];   /* NULL in a reader (tb_store_open_read) */
 };
 
 int tb_store_version(void) { return tb_store_n_steps; }
@@ -218,6 +219,120 @@ static int migrate(tb_store_t *s) {
     }
 }
 
+/* ===================================================================== */
+/* Looking at an existing file before anything is written                 */
+/* ===================================================================== */
+
+/* The tables every ternbench database has had since schema version 1. */
+#define OUR_TABLES "'hosts','builds','models','scenarios','runs','tests','measurements'"
+#define N_OUR_TABLES 7
+
+/* What a read-only look at a file found. */
+typedef struct file_probe {
+    int64_t version;     /* PRAGMA user_version */
+    int64_t n_objects;   /* rows of sqlite_master */
+    int64_t n_ours;      /* of OUR_TABLES present */
+} file_probe_t;
+
+/* "file:PATH?PARAMS" with the characters URIs reserve percent-encoded. */
+static char *file_uri(const char *path, const char *params) {
+    size_t n = strlen(path);
+    char *u = malloc(3 * n + strlen(params) + 8);
+    if (!u) return NULL;
+    char *o = u + sprintf(u, path[0] == '/' ? "file://" : "file:");   /* "file:///abs": no authority */
+    for (const char *c = path; *c; c++) {
+        if (*c == '?' || *c == '#' || *c == '%') o += sprintf(o, "%%%02X", (unsigned char)*c);
+        else *o++ = *c;
+    }
+    sprintf(o, "?%s", params);
+    return u;
+}
+
+/* A read-only connection to the existing file path, for looking only:
+ * immutable (no locks, no -shm) when asked. */
+static int open_ro(tb_store_t *s, bool immutable) {
+    char *uri = file_uri(s->path, immutable ? "mode=ro&immutable=1" : "mode=ro");
+    if (!uri) return tb_err(TB_ERR_NOMEM, "%s: out of memory", s->path);
+    int rc = sqlite3_open_v2(uri, &s->db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI | SQLITE_OPEN_NOMUTEX, NULL);
+    free(uri);
+    if (rc != SQLITE_OK) return sql_err(s, rc, "open read-only");
+    sqlite3_extended_result_codes(s->db, 1);
+    if ((rc = sqlite3_busy_timeout(s->db, 30000)) != SQLITE_OK) return sql_err(s, rc, "busy_timeout");
+    return TB_OK;
+}
+
+/* Read the facts of the file through s->db; the first read of the file, so
+ * a file that is not SQLite fails here. */
+static int probe(tb_store_t *s, file_probe_t *p) {
+    int rc = query_int(s, "PRAGMA user_version", &p->version);
+    if (!rc) rc = query_int(s, "SELECT count(*) FROM sqlite_master", &p->n_objects);
+    if (!rc) rc = query_int(s, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name IN (" OUR_TABLES ")",
+                            &p->n_ours);
+    if (rc) {
+        int e = sqlite3_errcode(s->db) & 0xff;
+        if (e == SQLITE_NOTADB || e == SQLITE_CORRUPT)
+            return tb_err(TB_ERR_FORMAT, "%s: not a ternbench results database (%s); the file was not modified",
+                          s->path, sqlite3_errmsg(s->db));
+    }
+    return rc;
+}
+
+/* Refuse another program's database and one newer than this build, from
+ * what probe found. */
+static int check_probe(const tb_store_t *s, const file_probe_t *p) {
+    if (p->version > tb_store_n_steps)
+        return tb_err(TB_ERR_UNSUPPORTED, "%s: schema version %lld is newer than this ternbench knows (%d); "
+                      "use a newer build", s->path, (long long)p->version, tb_store_n_steps);
+    if (p->version == 0 && p->n_objects > 0)
+        return tb_err(TB_ERR_FORMAT, "%s: not a ternbench results database (user_version 0 and a schema of "
+                      "%lld object(s) of its own); not modified", s->path, (long long)p->n_objects);
+    if (p->version > 0 && p->n_ours < N_OUR_TABLES)
+        return tb_err(TB_ERR_FORMAT, "%s: not a ternbench results database (schema version %lld without "
+                      "ternbench's tables); not modified", s->path, (long long)p->version);
+    return TB_OK;
+}
+
+/* Size of path + suffix, -1 if absent. */
+static int64_t side_size(const char *path, const char *suffix) {
+    char p[4200];
+    snprintf(p, sizeof p, "%s%s", path, suffix);
+    struct stat st;
+    return stat(p, &st) == 0 ? (int64_t)st.st_size : -1;
+}
+
+/* Connect s read-only to its existing file and probe it. Where SQLite
+ * cannot set up its shared-memory index (a read-only directory, a full
+ * disk) and no write-ahead log holds data, read the file as immutable. */
+static int connect_ro(tb_store_t *s, file_probe_t *p, bool *immutable) {
+    *immutable = false;
+    int rc = open_ro(s, false);
+    if (!rc) rc = probe(s, p);
+    if (rc != TB_OK && rc != TB_ERR_FORMAT && s->db && side_size(s->path, "-wal") <= 0) {
+        int e = sqlite3_errcode(s->db) & 0xff;
+        if (e == SQLITE_READONLY || e == SQLITE_CANTOPEN || e == SQLITE_IOERR || e == SQLITE_FULL) {
+            sqlite3_close(s->db);
+            s->db = NULL;
+            *immutable = true;
+            rc = open_ro(s, true);
+            if (!rc) rc = probe(s, p);
+        }
+    }
+    return rc;
+}
+
+/* Whether this process may write path (if it exists) and create files
+ * beside it (-wal, -shm, or the database itself); errno says why not. */
+static bool writable(const char *path) {
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s", path);
+    char *slash = strrchr(dir, '/');
+    if (!slash) snprintf(dir, sizeof dir, ".");
+    else if (slash == dir) dir[1] = '\0';
+    else *slash = '\0';
+    if (access(path, F_OK) == 0 && access(path, W_OK) != 0) return false;
+    return access(dir, W_OK) == 0;
+}
+
 /* Create the parent directory of path (one level) if it is missing. */
 static void make_parent_dir(const char *path) {
     char dir[4096];
@@ -237,10 +352,38 @@ int tb_store_open(const char *path, tb_store_t **out, int *n_recovered) {
         free(s);
         return tb_err(TB_ERR_NOMEM, "%s: out of memory", path);
     }
-    make_parent_dir(path);
-    int rc = sqlite3_open_v2(path, &s->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE |
-                             SQLITE_OPEN_NOMUTEX, NULL);
-    if (rc != SQLITE_OK) { rc = sql_err(s, rc, "open"); goto fail; }
+    int rc;
+    struct stat fst;
+    if (stat(path, &fst) == 0 && !S_ISREG(fst.st_mode)) {
+        rc = tb_err(TB_ERR_FORMAT, "%s: not a ternbench results database (not a regular file); not modified", path);
+        goto fail;
+    }
+    if (stat(path, &fst) == 0 && fst.st_size > 0) {
+        /* look before writing anything (the journal mode included): another
+         * program's database is refused untouched */
+        file_probe_t pr;
+        bool immutable;
+        rc = connect_ro(s, &pr, &immutable);
+        if (!rc) rc = check_probe(s, &pr);
+        sqlite3_close(s->db);
+        s->db = NULL;
+        if (rc) goto fail;
+        if (!writable(path)) {
+            rc = tb_err(TB_ERR_IO, "%s: the results database is read-only (%s); nothing can be recorded there",
+                        path, strerror(errno));
+            goto fail;
+        }
+    } else {
+        make_parent_dir(path);
+    }
+    rc = sqlite3_open_v2(path, &s->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL);
+    if (rc != SQLITE_OK) {
+        if (access(path, F_OK) != 0 && !writable(path))
+            rc = tb_err(TB_ERR_IO, "%s: cannot create the results database: its directory is read-only (%s)",
+                        path, strerror(errno));
+        else rc = sql_err(s, rc, "open");
+        goto fail;
+    }
     sqlite3_extended_result_codes(s->db, 1);
     if ((rc = sqlite3_busy_timeout(s->db, 30000)) != SQLITE_OK) { rc = sql_err(s, rc, "busy_timeout"); goto fail; }
     /* journal_mode needs the write lock once (the first time); the busy
@@ -251,6 +394,11 @@ int tb_store_open(const char *path, tb_store_t **out, int *n_recovered) {
         int e = sqlite3_errcode(s->db);
         if ((e & 0xff) == SQLITE_NOTADB || (e & 0xff) == SQLITE_CORRUPT) {   /* the first read of the file */
             rc = tb_err(TB_ERR_FORMAT, "%s: not a ternbench results database (%s); the file was not modified",
+                        path, sqlite3_errmsg(s->db));
+            goto fail;
+        }
+        if ((e & 0xff) == SQLITE_READONLY) {
+            rc = tb_err(TB_ERR_IO, "%s: the results database is read-only (%s); nothing can be recorded there",
                         path, sqlite3_errmsg(s->db));
             goto fail;
         }
@@ -271,6 +419,75 @@ fail:
     return rc;
 }
 
+static int find_dead(tb_store_t *s, int64_t *dead, int cap, int *n);
+
+/* A copy of s's database in memory, migrated to this build's schema: how
+ * an older database that cannot be migrated in place is read. */
+static int migrate_in_memory(tb_store_t *s) {
+    sqlite3 *mem;
+    int rc = sqlite3_open_v2(":memory:", &mem, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL);
+    if (rc != SQLITE_OK) { sqlite3_close(mem); return sql_err(s, rc, "in-memory copy"); }
+    sqlite3_backup *b = sqlite3_backup_init(mem, "main", s->db, "main");
+    rc = b ? sqlite3_backup_step(b, -1) : sqlite3_errcode(mem);
+    if (b) sqlite3_backup_finish(b);
+    if (rc != SQLITE_DONE) {
+        int r = sql_err(s, rc, "in-memory copy");
+        sqlite3_close(mem);
+        return r;
+    }
+    sqlite3_close(s->db);
+    s->db = mem;
+    return migrate(s);
+}
+
+int tb_store_open_read(const char *path, tb_store_t **out, tb_store_read_info_t *info) {
+    *out = NULL;
+    memset(info, 0, sizeof *info);
+    if (!path || !*path) return tb_err(TB_ERR_ARG, "results database path is empty");
+    struct stat fst;
+    if (stat(path, &fst) != 0)
+        return tb_err(TB_ERR_IO, "%s: no results database there (%s)", path, strerror(errno));
+    if (!S_ISREG(fst.st_mode))
+        return tb_err(TB_ERR_FORMAT, "%s: not a ternbench results database (not a regular file); not modified", path);
+    tb_store_t *s = calloc(1, sizeof *s);
+    if (!s || !(s->path = strdup(path))) {
+        free(s);
+        return tb_err(TB_ERR_NOMEM, "%s: out of memory", path);
+    }
+    file_probe_t pr = {0};
+    int rc = fst.st_size > 0 ? connect_ro(s, &pr, &info->immutable) : open_ro(s, true);
+    if (!rc) rc = check_probe(s, &pr);
+    int64_t dead[256];
+    int n_dead = 0;
+    if (!rc && pr.version == tb_store_n_steps) rc = find_dead(s, dead, (int)TB_ARRAY_LEN(dead), &n_dead);
+    if (rc) goto fail;
+    const bool can_write = writable(path);
+    if ((pr.version < tb_store_n_steps || n_dead > 0) && can_write) {
+        /* writing is allowed: migrate and recover as every writer does */
+        tb_store_t *w;
+        if (tb_store_open(path, &w, &info->n_recovered) == TB_OK) {
+            tb_store_close(s);
+            *out = w;
+            return TB_OK;
+        }
+        /* a full disk, say: read as it is, say what is pending */
+        snprintf(info->write_error, sizeof info->write_error, "%s", tb_last_error());
+    }
+    info->n_pending = n_dead;
+    if (pr.version < tb_store_n_steps) {
+        info->old_version = (int)pr.version;
+        if ((rc = migrate_in_memory(s))) goto fail;
+        if ((rc = find_dead(s, dead, (int)TB_ARRAY_LEN(dead), &n_dead))) goto fail;
+        info->n_pending = n_dead;
+    }
+    if ((rc = exec(s, "PRAGMA temp_store = MEMORY", "temp_store"))) goto fail;
+    *out = s;
+    return TB_OK;
+fail:
+    tb_store_close(s);
+    return rc;
+}
+
 void tb_store_close(tb_store_t *s) {
     if (!s) return;
     for (int i = 0; i < ST_COUNT; i++) sqlite3_finalize(s->st[i]);
@@ -283,8 +500,10 @@ void tb_store_close(tb_store_t *s) {
 /* Recovery of runs left 'running' by dead processes                      */
 /* ===================================================================== */
 
-int tb_store_recover(tb_store_t *s, int *n_marked) {
-    if (n_marked) *n_marked = 0;
+/* Ids of runs left 'running' by a process of this host that no longer
+ * exists (at most cap) into dead[], their number into *n. */
+static int find_dead(tb_store_t *s, int64_t *dead, int cap, int *n) {
+    *n = 0;
     char host[256] = "";
     gethostname(host, sizeof host - 1);
     sqlite3_stmt *q;
@@ -292,18 +511,24 @@ int tb_store_recover(tb_store_t *s, int *n_marked) {
                                 " JOIN hosts h ON h.id = r.host_id WHERE r.status = 'running'",
                                 -1, &q, NULL);
     if (rc != SQLITE_OK) return sql_err(s, rc, "select running runs");
-    int64_t dead[256];
-    int n_dead = 0;
-    while ((rc = sqlite3_step(q)) == SQLITE_ROW && n_dead < (int)TB_ARRAY_LEN(dead)) {
+    while ((rc = sqlite3_step(q)) == SQLITE_ROW && *n < cap) {
         int64_t pid = sqlite3_column_int64(q, 1);
         const char *h = (const char *)sqlite3_column_text(q, 2);
         if (!h || strcmp(h, host) != 0) continue;          /* another machine's run */
         if (pid <= 0 || (kill((pid_t)pid, 0) != 0 && errno == ESRCH))
-            dead[n_dead++] = sqlite3_column_int64(q, 0);
+            dead[(*n)++] = sqlite3_column_int64(q, 0);
     }
     sqlite3_finalize(q);
     if (rc != SQLITE_DONE && rc != SQLITE_ROW) return sql_err(s, rc, "select running runs");
-    if (n_dead == 0) return TB_OK;
+    return TB_OK;
+}
+
+int tb_store_recover(tb_store_t *s, int *n_marked) {
+    if (n_marked) *n_marked = 0;
+    int64_t dead[256];
+    int n_dead = 0;
+    int rc = find_dead(s, dead, (int)TB_ARRAY_LEN(dead), &n_dead);
+    if (rc || n_dead == 0) return rc;
 
     char now[32];
     utc_now(now);

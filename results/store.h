@@ -21,6 +21,7 @@
 #ifndef TB_STORE_H
 #define TB_STORE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -99,6 +100,30 @@ const char *tb_store_default_path(void);
  * recover dead runs. *n_recovered (may be NULL) gets how many runs were
  * marked interrupted. */
 int  tb_store_open(const char *path, tb_store_t **out, int *n_recovered);
+/* What tb_store_open_read did and left undone. */
+typedef struct tb_store_read_info {
+    int n_recovered;       /* runs it marked interrupted (the file was writable) */
+    int n_pending;         /* runs of dead processes still 'running': recovery
+                            * pending until a writable open */
+    int old_version;       /* > 0: the file has this older schema version and
+                            * could not be migrated in place; it is read
+                            * through a migrated copy in memory */
+    bool immutable;        /* read without locks: no shared-memory index could
+                            * be set up (read-only directory, full disk) */
+    char write_error[512]; /* why migrating or recovering in place failed, "" */
+} tb_store_read_info_t;
+
+/* Open an existing database for reading (list, show, export, report).
+ * Nothing is written unless something is due and the file and its
+ * directory are writable: then it migrates and recovers as tb_store_open
+ * does (a failure there, e.g. a full disk, falls back to reading). Else it
+ * is read through a read-only connection (SQLITE_OPEN_READONLY; immutable
+ * when SQLite cannot make its -shm index and no write-ahead log holds
+ * data), an older schema through a migrated in-memory copy, and
+ * info->n_pending says how many dead runs wait for recovery. A missing
+ * file, another program's database and a newer schema are errors. The
+ * store takes no writes. */
+int  tb_store_open_read(const char *path, tb_store_t **out, tb_store_read_info_t *info);
 void tb_store_close(tb_store_t *s);
 /* The connection, for read-only queries (list/show/export). Borrowed. */
 sqlite3 *tb_store_db(tb_store_t *s);

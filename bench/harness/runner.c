@@ -402,7 +402,8 @@ static int case_end(group_t *g, member_t *m, const tb_section_t *sec, const char
     const char *who = g->n > 1 ? m->info.name : "";
     if (m->err[0]) {
         /* a failure reaches stderr even when the progress display is quiet */
-        if (g->opts->quiet) fprintf(stderr, "ternbench: %s%s%s FAILED: %s\n", who, *who ? " " : "", label, m->err);
+        if (g->opts->quiet)
+            fprintf(stderr, "ternbench run: %s: %s%s%s FAILED: %s\n", m->plan->path, who, *who ? " " : "", label, m->err);
         else tb_progress_note(&g->prog, "%s%s%-24s FAILED: %s", who, *who ? " " : "", label, m->err);
     } else if (!interrupted)
         tb_progress_note(&g->prog, "%s%s%-24s %s = %.2f %s (%s, %s)", who, *who ? " " : "", label,

@@ -401,6 +401,46 @@ static void test_concurrent_writers(void **state) {
     tb_store_close(s);
 }
 
+/* Another program's SQLite file is refused by the writer and the reader
+ * before anything is written; a v1 database opened by the reader (the file
+ * writable) is migrated in place, as a writer would. */
+static void test_foreign_and_reader(void **state) {
+    (void)state;
+    char path[512];
+    tpath(path, sizeof path, "foreign.db");
+    sqlite3 *db;
+    assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+    assert_int_equal(sqlite3_exec(db, "CREATE TABLE runs (id INTEGER PRIMARY KEY, x TEXT);"
+                                      "INSERT INTO runs VALUES (1, 'theirs');", NULL, NULL, NULL), SQLITE_OK);
+    sqlite3_close(db);
+    tb_store_t *s = NULL;
+    assert_int_equal(tb_store_open(path, &s, NULL), TB_ERR_FORMAT);
+    assert_null(s);
+    assert_non_null(strstr(tb_last_error(), "not a ternbench results database"));
+    tb_store_read_info_t info;
+    assert_int_equal(tb_store_open_read(path, &s, &info), TB_ERR_FORMAT);
+    assert_null(s);
+    assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+    assert_int_equal(q_int(db, "SELECT count(*) FROM sqlite_master"), 1);
+    char mode[16];
+    q_text(db, "PRAGMA journal_mode", mode, sizeof mode);
+    assert_string_equal(mode, "delete");   /* never switched to WAL */
+    sqlite3_close(db);
+
+    tpath(path, sizeof path, "absent.db");
+    assert_int_equal(tb_store_open_read(path, &s, &info), TB_ERR_IO);
+    assert_int_equal(access(path, F_OK), -1);   /* a reader never creates one */
+
+    tpath(path, sizeof path, "v1-read.db");
+    assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+    assert_int_equal(sqlite3_exec(db, tb_store_steps[0], NULL, NULL, NULL), SQLITE_OK);
+    sqlite3_close(db);
+    if (tb_store_open_read(path, &s, &info) != TB_OK) fail_msg("%s", tb_last_error());
+    assert_int_equal(info.old_version, 0);   /* writable: migrated in place */
+    assert_int_equal(q_int(tb_store_db(s), "PRAGMA user_version"), tb_store_version());
+    tb_store_close(s);
+}
+
 /* The commands' default database: $TB_DB unless unset or empty. */
 static void test_default_path(void **state) {
     (void)state;
@@ -425,6 +465,7 @@ int main(void) {
         cmocka_unit_test(test_recover_dead_run),
         cmocka_unit_test(test_concurrent_writers),
         cmocka_unit_test(test_default_path),
+        cmocka_unit_test(test_foreign_and_reader),
     };
     return cmocka_run_group_tests(tests, setup, tmpdir_teardown);
 }
