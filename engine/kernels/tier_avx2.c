@@ -46,7 +46,7 @@ TB_X86_KERNELS(bf16, DOT_BF16)
 static uint64_t read_sum(const void *p, size_t n) { return read_sum_256(p, n); }
 
 #ifdef TB_SLOW_KERNEL
-/* Test-only (meson -Dslow_kernel=true): TQ2_0's matvec does ~10 % more
+/* Test-only (meson -Dslow_kernel=true): TQ2_0's matvec does ~17 % more
  * work, a dependent chain over each output that changes no result, so that
  * `ternbench count` can be shown to catch a slowed kernel. Never in a
  * release build. */
