@@ -8,7 +8,8 @@
  * SEL is the report's selector syntax (tb_report_parse_sel): run ids
  * "12" / "12,14", "last[:N]", "tag:K=V" (or "K=V"), "commit:SHA",
  * "format:TYPE", "model:NAME". With several --db files each selector is
- * resolved in every one (run ids only with a single file).
+ * resolved in every one (run ids only with a single file). A side given
+ * several selectors (--base A --base B) is the runs all of them pick.
  *
  * Per test (matched by kind and label, and by model name when a side holds
  * more than one model) and metric: the repetitions' values (rows with
@@ -135,6 +136,28 @@ static int resolve(sqlite3 *db, int dbi, const char *dbpath, const tb_report_sel
         }
     }
     sqlite3_finalize(st);
+    return rc;
+}
+
+/* The runs of db that every one of the n selectors picks, added to out. */
+static int resolve_all(sqlite3 *db, int dbi, const char *dbpath, const tb_report_sel_t *sel, int n, side_t *out) {
+    side_t acc = {0};
+    int rc = resolve(db, dbi, dbpath, &sel[0], &acc);
+    for (int j = 1; j < n && !rc; j++) {
+        side_t more = {0};
+        rc = resolve(db, dbi, dbpath, &sel[j], &more);
+        int w = 0;
+        for (int i = 0; i < acc.n; i++) {
+            int in = 0;
+            for (int m = 0; m < more.n; m++) in |= more.r[m].id == acc.r[i].id;
+            if (in) acc.r[w++] = acc.r[i];
+        }
+        acc.n = w;
+        free(more.r);
+    }
+    for (int i = 0; i < acc.n && !rc; i++)
+        if (side_add(out, dbi, acc.r[i].id)) rc = 1;
+    free(acc.r);
     return rc;
 }
 
@@ -414,6 +437,7 @@ static void usage(FILE *f) {
         "                         [--count-threshold PCT] [--json | --md]\n"
         "\n"
         "  SEL                ID[,ID...], last[:N], tag:K=V (or K=V), commit:SHA, format:TYPE, model:NAME\n"
+        "                     (repeat --base/--cand: the runs every one of its selectors picks)\n"
         "  --db FILE          results database (default " "results/ternbench.db" " or $TB_DB); repeatable\n"
         "  --threshold PCT    timings: a change is a verdict beyond this (default 3)\n"
         "  --count-threshold PCT  instruction counts (default 1)\n"
@@ -458,7 +482,8 @@ static result_t judge(const row_t *row, const cmp_opts_t *o) {
 
 int cmd_compare(int argc, char **argv) {
     cmp_opts_t o = {.threshold = 0.03, .count_threshold = 0.01};
-    const char *bsel_s = NULL, *csel_s = NULL;
+    const char *sel_s[2][4] = {{0}};   /* --base, --cand: repeated, their runs intersect */
+    int n_sel[2] = {0, 0};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) { usage(stdout); return 0; }
@@ -468,8 +493,12 @@ int cmd_compare(int argc, char **argv) {
                         !strcmp(a, "--threshold") || !strcmp(a, "--count-threshold"))) {
             fprintf(stderr, "ternbench compare: %s needs a value\n", a);
             return 2;
-        } else if (!strcmp(a, "--base")) { bsel_s = v; i++; }
-        else if (!strcmp(a, "--cand")) { csel_s = v; i++; }
+        } else if (!strcmp(a, "--base") || !strcmp(a, "--cand")) {
+            int k = !strcmp(a, "--cand");
+            if (n_sel[k] == 4) { fprintf(stderr, "ternbench compare: at most 4 %s selectors\n", a); return 2; }
+            sel_s[k][n_sel[k]++] = v;
+            i++;
+        }
         else if (!strcmp(a, "--db")) {
             if (o.n_db == MAX_DB) { fprintf(stderr, "ternbench compare: at most %d --db files\n", MAX_DB); return 2; }
             o.db[o.n_db++] = v;
@@ -478,19 +507,30 @@ int cmd_compare(int argc, char **argv) {
         else if (!strcmp(a, "--count-threshold")) { if (parse_pct(a, v, &o.count_threshold)) return 2; i++; }
         else { fprintf(stderr, "ternbench compare: unknown argument '%s'\n", a); usage(stderr); return 2; }
     }
-    if (!bsel_s || !csel_s) { fprintf(stderr, "ternbench compare: --base and --cand are required\n"); usage(stderr); return 2; }
+    if (!n_sel[0] || !n_sel[1]) { fprintf(stderr, "ternbench compare: --base and --cand are required\n"); usage(stderr); return 2; }
     if (o.json && o.md) { fprintf(stderr, "ternbench compare: --json or --md, not both\n"); return 2; }
-    tb_report_sel_t bsel, csel;
-    if (tb_report_parse_sel(bsel_s, &bsel) || tb_report_parse_sel(csel_s, &csel)) {
-        fprintf(stderr, "ternbench compare: %s\n", tb_last_error());
-        return 2;
-    }
+    static tb_report_sel_t sels[2][4];
+    int ids_sel = 0;
+    for (int k = 0; k < 2; k++)
+        for (int j = 0; j < n_sel[k]; j++) {
+            if (tb_report_parse_sel(sel_s[k][j], &sels[k][j])) {
+                fprintf(stderr, "ternbench compare: %s\n", tb_last_error());
+                return 2;
+            }
+            ids_sel |= sels[k][j].kind == TB_REPORT_SEL_RUNS || sels[k][j].kind == TB_REPORT_SEL_LAST;
+        }
+    char bsel_s[600] = "", csel_s[600] = "";   /* as printed: "A and B" */
+    for (int k = 0; k < 2; k++)
+        for (int j = 0; j < n_sel[k]; j++) {
+            char *d = k ? csel_s : bsel_s;
+            size_t len = strlen(d);
+            snprintf(d + len, 600 - len, "%s%s", j ? " and " : "", sel_s[k][j]);
+        }
     if (!o.n_db) {
         const char *env = getenv("TB_DB");
         o.db[o.n_db++] = env && *env ? env : "results/ternbench.db";
     }
-    if (o.n_db > 1 && (bsel.kind == TB_REPORT_SEL_RUNS || csel.kind == TB_REPORT_SEL_RUNS ||
-                       bsel.kind == TB_REPORT_SEL_LAST || csel.kind == TB_REPORT_SEL_LAST)) {
+    if (o.n_db > 1 && ids_sel) {
         fprintf(stderr, "ternbench compare: run ids and last:N name runs of one database; with several --db use tag:, commit:, format: or model:\n");
         return 2;
     }
@@ -506,8 +546,7 @@ int cmd_compare(int argc, char **argv) {
             rc = 2;
             break;
         }
-        rc = resolve(db[d], d, o.db[d], &bsel, &side[0]);
-        if (!rc) rc = resolve(db[d], d, o.db[d], &csel, &side[1]);
+        for (int k = 0; k < 2 && !rc; k++) rc = resolve_all(db[d], d, o.db[d], sels[k], n_sel[k], &side[k]);
     }
     if (!rc)
         for (int k = 0; k < 2; k++)
