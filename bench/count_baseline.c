@@ -131,7 +131,7 @@ int count_baseline_check(const char *path, const count_entry_t *e, int n, double
                         " counts may differ for that alone\n", path, bl.compiler, b.compiler);
     int regressed = 0, improved = 0, absent = 0;
     if (!json) {
-        printf("count against %s (tier %s)\n", path, isa);
+        printf("count against %s (tier %s)\n\n", path, isa);
         printf("| %-36s | %14s | %14s | %8s | %9s | %-12s |\n", "entry", "baseline", "current", "change", "threshold", "verdict");
         printf("|%.*s|%.*s|%.*s|%.*s|%.*s|%.*s|\n", 38, "--------------------------------------",
                16, "----------------", 16, "----------------", 10, "----------", 11, "-----------",
