@@ -14,7 +14,9 @@
  * Per test (matched by kind and label, and by model name when a side holds
  * more than one model) and metric: the repetitions' values (rows with
  * repetition >= 0) of each side, their medians, the Hodges–Lehmann ratio
- * cand / base with its 95 % Mann–Whitney interval (infer.h), and the
+ * cand / base with its 95 % Mann–Whitney interval (infer.h) — or, when
+ * the runs are `ab` turns tagged ab.pair with one value per pair and side,
+ * the paired ratio with its signed-rank interval — and the
  * verdict against --threshold (default 3 %). Instruction counts (units
  * instr/...) are deterministic: the ratio of medians is the verdict, no
  * interval, against --count-threshold (default 1 %). Per-token decode
@@ -47,6 +49,7 @@ typedef struct run_ref {
     int64_t id;
     char model[128], hash[65], type[16], host[65], hostname[256], commit[64];
     int threads;
+    int pair;                 /* its ab.pair tag, -1 when it has none */
 } run_ref_t;
 
 typedef struct side {
@@ -59,6 +62,7 @@ typedef struct vec { double *v; size_t n, cap; } vec_t;
 typedef struct row {
     char kind[16], label[128], model[128], metric[64], unit[16];
     vec_t s[2];               /* base, cand */
+    vec_t pair[2];            /* each value's run's ab.pair (-1: none) */
 } row_t;
 
 typedef struct rows { row_t *r; int n, cap; } rows_t;
@@ -191,6 +195,20 @@ static int load_meta(sqlite3 *db, const char *dbpath, run_ref_t *r) {
         rc = 2;
     }
     sqlite3_finalize(st);
+    r->pair = -1;
+    if (rc) return rc;
+    if (sqlite3_prepare_v2(db, "SELECT value FROM run_tags WHERE run_id = ?1 AND key = 'ab.pair'", -1, &st, NULL) != SQLITE_OK) {
+        fprintf(stderr, "ternbench compare: %s: %s\n", dbpath, sqlite3_errmsg(db));
+        return 2;
+    }
+    sqlite3_bind_int64(st, 1, r->id);
+    if (sqlite3_step(st) == SQLITE_ROW) {
+        const char *v = (const char *)sqlite3_column_text(st, 0);
+        char *end;
+        long p = v ? strtol(v, &end, 10) : -1;
+        if (v && !*end && p >= 0 && p < 1000000) r->pair = (int)p;
+    }
+    sqlite3_finalize(st);
     return rc;
 }
 
@@ -254,7 +272,7 @@ static int load_samples(sqlite3 *db, const char *dbpath, const run_ref_t *r, int
         double v = sqlite3_column_double(st, 4);
         if (is_diagnostic(metric, unit) || !(v > 0) || !isfinite(v)) continue;
         row_t *row = row_get(rs, kind, label, model, metric, unit);
-        if (!row || vec_push(&row->s[k], v)) { sqlite3_finalize(st); goto oom; }
+        if (!row || vec_push(&row->s[k], v) || vec_push(&row->pair[k], r->pair)) { sqlite3_finalize(st); goto oom; }
     }
     sqlite3_finalize(st);
     if (step != SQLITE_DONE) goto sqlerr;
@@ -351,12 +369,13 @@ typedef struct result {
     tb_infer_verdict_t v;
     double threshold;
     int have;                 /* both sides have samples */
+    int paired;               /* matched by ab.pair */
 } result_t;
 
 static void fmt_ci(const result_t *x, char *buf, size_t cap) {
     if (x->r.method == TB_INFER_POINT) snprintf(buf, cap, "exact");
     else if (isinf(x->r.hi)) snprintf(buf, cap, "(too few)");
-    else snprintf(buf, cap, "%.3f-%.3f", x->r.lo, x->r.hi);
+    else snprintf(buf, cap, "%.3f-%.3f%s", x->r.lo, x->r.hi, x->paired ? " paired" : "");
 }
 
 static void fmt_n(const row_t *row, const result_t *x, int k, char *buf, size_t cap) {
@@ -376,7 +395,7 @@ static void print_text(const rows_t *rs, const result_t *res, const char notes[]
         printf("|---|---|---|--:|--:|--:|--:|--:|---|---|\n");
     } else {
         for (int i = 0; i < n_notes; i++) fprintf(stderr, "ternbench compare: note: %s\n", notes[i]);
-        printf("%-14s %-12s %-22s %7s %7s %12s %12s %7s %-13s %s\n", "model", "test", "metric", "n base", "n cand",
+        printf("%-14s %-12s %-22s %7s %7s %12s %12s %7s %-20s %s\n", "model", "test", "metric", "n base", "n cand",
                "base", "cand", "ratio", "95% CI", "verdict");
     }
     for (int i = 0; i < rs->n; i++) {
@@ -395,7 +414,7 @@ static void print_text(const rows_t *rs, const result_t *res, const char notes[]
                    row->unit, nb, nc, x->r.median_base, x->r.median_cand, x->r.ratio_medians, ci,
                    x->v == TB_VERDICT_REGRESSED ? "**" : "", v, x->v == TB_VERDICT_REGRESSED ? "**" : "");
         else
-            printf("%-14.14s %-12.12s %-22.22s %7s %7s %12.4g %12.4g %7.3f %-13s %s\n", model, test, row->metric, nb,
+            printf("%-14.14s %-12.12s %-22.22s %7s %7s %12.4g %12.4g %7.3f %-20s %s\n", model, test, row->metric, nb,
                    nc, x->r.median_base, x->r.median_cand, x->r.ratio_medians, ci, v);
     }
 }
@@ -420,7 +439,7 @@ static void print_json(const rows_t *rs, const result_t *res, const char notes[]
                row->s[0].n, row->s[1].n, x->r.median_base, x->r.median_cand, x->r.ratio_medians);
         printf("\"estimate\":%.6f,\"ci_lo\":", x->r.estimate);
         if (isinf(x->r.hi)) printf("null,\"ci_hi\":null"); else printf("%.6f,\"ci_hi\":%.6f", x->r.lo, x->r.hi);
-        printf(",\"method\":\"%s\"", tb_infer_method_name(x->r.method));
+        printf(",\"method\":\"%s\",\"paired\":%s", tb_infer_method_name(x->r.method), x->paired ? "true" : "false");
         if (x->r.method == TB_INFER_ESS) printf(",\"ess_base\":%zu,\"ess_cand\":%zu", x->r.n_base, x->r.n_cand);
         printf(",\"threshold_pct\":%g,\"verdict\":\"%s\"}", x->threshold * 100, tb_infer_verdict_name(x->v));
     }
@@ -456,6 +475,33 @@ static int parse_pct(const char *opt, const char *v, double *out) {
     return 0;
 }
 
+/* When every value of both sides comes from a run tagged ab.pair and each
+ * pair holds exactly one value per side (ab's turns, one repetition each),
+ * the paired Hodges-Lehmann ratio over the pairs (x->paired = 1); returns
+ * 1 when it applied (x->have = 0 when that failed), 0 when not paired. */
+static int pair_up(const row_t *row, result_t *x) {
+    size_t n = row->s[0].n;
+    if (n < 2 || row->s[1].n != n) return 0;
+    for (size_t i = 0; i < n; i++) {
+        if (row->pair[0].v[i] < 0) return 0;
+        int found = 0;
+        for (size_t j = 0; j < n; j++) {
+            if (j != i && row->pair[0].v[j] == row->pair[0].v[i]) return 0;
+            found += row->pair[1].v[j] == row->pair[0].v[i];
+        }
+        if (found != 1) return 0;
+    }
+    double *c = malloc(n * sizeof *c);
+    if (!c) { x->have = 0; return 1; }
+    for (size_t i = 0; i < n; i++)
+        for (size_t j = 0; j < n; j++)
+            if (row->pair[1].v[j] == row->pair[0].v[i]) c[i] = row->s[1].v[j];
+    x->have = tb_infer_hl_paired(row->s[0].v, c, n, 0.95, &x->r) == TB_OK;
+    x->paired = 1;
+    free(c);
+    return 1;
+}
+
 static result_t judge(const row_t *row, const cmp_opts_t *o) {
     result_t x = {.have = row->s[0].n > 0 && row->s[1].n > 0};
     if (!x.have) return x;
@@ -471,6 +517,9 @@ static result_t judge(const row_t *row, const cmp_opts_t *o) {
         rc = row->s[0].n < 2 || row->s[1].n < 2 ? TB_ERR_ARG
              : tb_infer_median_ratio_ess(row->s[0].v, row->s[0].n, row->s[1].v, row->s[1].n, 0.95, &x.r);
         x.threshold = o->threshold;
+    } else if (pair_up(row, &x)) {
+        x.threshold = o->threshold;
+        rc = x.have ? TB_OK : TB_ERR_NOMEM;
     } else {
         rc = tb_infer_hl_unpaired(row->s[0].v, row->s[0].n, row->s[1].v, row->s[1].n, 0.95, &x.r);
         x.threshold = o->threshold;
@@ -600,7 +649,8 @@ int cmd_compare(int argc, char **argv) {
         }
         rc = n_regressed ? 1 : 0;
     }
-    for (int i = 0; i < rs.n; i++) { free(rs.r[i].s[0].v); free(rs.r[i].s[1].v); }
+    for (int i = 0; i < rs.n; i++)
+        for (int k = 0; k < 2; k++) { free(rs.r[i].s[k].v); free(rs.r[i].pair[k].v); }
     free(rs.r);
     free(res);
     free(side[0].r);

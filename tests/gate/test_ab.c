@@ -42,6 +42,8 @@ static void test_aa_and_order(void **st) {
     e2e_assert_clean(&r, "a/a");
     assert_int_equal(r.status, 0);
     assert_non_null(strstr(r.out, "unchanged"));
+    /* the turns are matched by ab.pair: the paired interval */
+    assert_non_null(strstr(r.out, "1.000-1.000 paired"));
     size_t n;
     char *log = e2e_slurp("turns.log", &n);
     assert_non_null(log);
@@ -62,7 +64,7 @@ static void test_slow_regressed(void **st) {
     e2e_assert_clean(&r, "slow");
     assert_int_equal(r.status, 1);
     assert_non_null(strstr(r.out, "| tg8 | decode_tok_per_s (tok/s) | 6 | 6 |"));
-    assert_non_null(strstr(r.out, "**regressed**"));
+    assert_non_null(strstr(r.out, "| 0.900 | 0.900-0.900 paired | **regressed** |"));
     /* the earlier session's runs are not in this comparison */
     char *rows = e2e_db_query(db, "SELECT count(DISTINCT value) FROM run_tags WHERE key = 'ab.session'");
     assert_string_equal(rows, "2\n");
