@@ -377,7 +377,7 @@ static void usage(FILE *f) {
         "  --kernels        each format's matvec (%dx%d) and gemm (%dx%d, %d tokens)\n"
         "                   neither: the kernels and llama-tiny and moe-tiny, synthesized\n"
         "  -p P, -n N       prefill and decode tokens (default 16 and 8)\n"
-        "  --json           one object with every entry\n"
+        "  --json           one object with every entry (and a second line, the check, with --baseline)\n"
         "  --db FILE        record a run: one test per entry, metric instructions\n"
         "  --baseline FILE  compare with a baseline file; exit 1 when an entry regressed\n"
         "  --threshold PCT  for entries without their own threshold (default 1)\n"

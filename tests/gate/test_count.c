@@ -99,6 +99,13 @@ static void test_bad_baseline(void **st) {
     E2E_RUN(&r, E2E_NO_LIMIT, "count", "--kernels", "-m", "x.gguf");
     assert_int_equal(r.status, 2);
     e2e_res_free(&r);
+    /* no valgrind: a failure (1) that names the program */
+    setenv("TB_VALGRIND", "/nonexistent/valgrind", 1);
+    E2E_RUN(&r, E2E_NO_LIMIT, "count", "--kernels");
+    unsetenv("TB_VALGRIND");
+    assert_int_equal(r.status, 1);
+    e2e_assert_err_has(&r, "no valgrind", "cannot run /nonexistent/valgrind", NULL);
+    e2e_res_free(&r);
 }
 #else
 static void test_slow_kernel_caught(void **st) {
