@@ -321,9 +321,9 @@ static void test_values_match_formulas(void **state) {
     /* run 1 sustained: windows 60-0.1w except 42 for 6..8 → median of 12 */
     assert_non_null(strstr(md, "| sustained60s | 70.0 | throttled | — | — | throttled |"));
     assert_non_null(strstr(md, "| sustained10s | 95.5 | nominal | — | — | no throttling |"));
-    /* core clock probes (cpu_ghz_min per repetition): run 1's gen64 2.50, 2.45, 2.40 (96 %:
+    /* core clock probes (cpu_ghz_after per repetition): run 1's gen64 2.50, 2.45, 2.40 (96 %:
      * steady); run 2's 2.50, 2.40, 1.60 (64 % of its best, under 85 %: slowed); the vector
-     * probes (vec_gops_min) of both 9.00, 8.95, 8.90 (steady); of run 2's tg32 9.00, 5.60,
+     * probes (vec_gops_after) of both 9.00, 8.95, 8.90 (steady); of run 2's tg32 9.00, 5.60,
      * 5.40 with its clock steady at 2.50 (the last two under 85 %, the higher 62 %): vector
      * units shared; of run 1's tg32 9.00, 5.00, 8.90 (one low probe): no slowdown */
     assert_non_null(strstr(md, "| gen64 | — | not recorded | 2.40-2.50 | 8.90-9.00 | no slowdown seen (clock and "
