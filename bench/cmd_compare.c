@@ -22,8 +22,8 @@
  * interval, against --count-threshold (default 1 %). Per-token decode
  * latencies from token_events get the ratio of median latencies with an
  * interval widened by each side's effective sample size (autocorrelated
- * tokens). Diagnostics (steal, throttle, counts of repetitions) are not
- * judged.
+ * tokens). Better directions come from the metric registry (metrics.h);
+ * its metrics without one (probes, steal) are not judged.
  *
  * Exit status: 0 nothing regressed, 1 something did, 2 usage or input
  * error (including a selection that matches no run, the same run on both
@@ -31,6 +31,7 @@
  */
 #include "commands.h"
 #include "infer.h"
+#include "metrics.h"
 #include "../report/report.h"
 #include "ternbench.h"
 
@@ -216,16 +217,26 @@ static int load_meta(sqlite3 *db, const char *dbpath, run_ref_t *r) {
 /* Samples                                                                  */
 /* ---------------------------------------------------------------------- */
 
-/* Not judged: diagnostics and bookkeeping. */
+/* Not judged: diagnostics and bookkeeping (the registry's metrics without
+ * a better direction, and names older databases used for them). */
 static int is_diagnostic(const char *metric, const char *unit) {
-    static const char *const skip[] = {"steal_pct", "throttle_pct", "ref_slowdown_pct", "repetitions"};
+    const tb_metric_def_t *d = tb_metric_find(metric);
+    if (d) return d->better == TB_BETTER_NONE;
+    static const char *const skip[] = {"steal_pct", "throttle_pct", "ref_slowdown_pct", "repetitions",
+                                       "cpu_ghz_min", "vec_gops_min"};
     for (size_t i = 0; i < sizeof skip / sizeof skip[0]; i++) if (!strcmp(metric, skip[i])) return 1;
     return !strcmp(unit, "count");
 }
 
+/* The registry's direction (metrics.h); for names it does not know
+ * (instruction counts, token latencies, older databases) rates are
+ * higher-better and everything else (ms, instr/..., B, J/tok) lower. */
 static tb_infer_better_t better_of(const char *metric, const char *unit) {
+    const tb_metric_def_t *d = tb_metric_find(metric);
+    if (d && d->better == TB_BETTER_HIGHER) return TB_INFER_HIGHER_BETTER;
+    if (d && d->better == TB_BETTER_LOWER) return TB_INFER_LOWER_BETTER;
     if (strstr(unit, "/s") || strstr(metric, "roofline") || strstr(metric, "stability")) return TB_INFER_HIGHER_BETTER;
-    return TB_INFER_LOWER_BETTER;   /* ms, s, instr/..., B, J/tok, stall_pct */
+    return TB_INFER_LOWER_BETTER;
 }
 
 static int is_count(const char *unit) { return !strncmp(unit, "instr", 5); }
@@ -277,19 +288,28 @@ static int load_samples(sqlite3 *db, const char *dbpath, const run_ref_t *r, int
     sqlite3_finalize(st);
     if (step != SQLITE_DONE) goto sqlerr;
 
-    /* per-token decode latencies: gaps between consecutive tokens of a rep */
-    q = "SELECT t.kind, t.label, te.test_id, te.repetition, te.t_ns FROM token_events te"
+    /* per-token decode latencies: a token's own step time (dur_ns, schema 3)
+     * where recorded, else the gap since the previous token of its rep */
+    q = "SELECT t.kind, t.label, te.test_id, te.repetition, te.t_ns, te.dur_ns FROM token_events te"
         " JOIN tests t ON t.id = te.test_id WHERE t.run_id = ?1 AND te.phase = 'decode'"
         " AND te.repetition >= 0 ORDER BY te.test_id, te.repetition, te.idx";
-    if (sqlite3_prepare_v2(db, q, -1, &st, NULL) != SQLITE_OK) goto sqlerr;
+    if (sqlite3_prepare_v2(db, q, -1, &st, NULL) != SQLITE_OK) {   /* a database before dur_ns */
+        q = "SELECT t.kind, t.label, te.test_id, te.repetition, te.t_ns, NULL FROM token_events te"
+            " JOIN tests t ON t.id = te.test_id WHERE t.run_id = ?1 AND te.phase = 'decode'"
+            " AND te.repetition >= 0 ORDER BY te.test_id, te.repetition, te.idx";
+        if (sqlite3_prepare_v2(db, q, -1, &st, NULL) != SQLITE_OK) goto sqlerr;
+    }
     sqlite3_bind_int64(st, 1, r->id);
     int64_t prev_test = -1, prev_rep = -1, prev_t = 0;
     while ((step = sqlite3_step(st)) == SQLITE_ROW) {
         int64_t test = sqlite3_column_int64(st, 2), rep = sqlite3_column_int64(st, 3), t = sqlite3_column_int64(st, 4);
-        if (test == prev_test && rep == prev_rep && t > prev_t) {
+        int has_dur = sqlite3_column_type(st, 5) != SQLITE_NULL;
+        int64_t dur = has_dur ? sqlite3_column_int64(st, 5) : 0;
+        if (has_dur ? dur > 0 : (test == prev_test && rep == prev_rep && t > prev_t)) {
             row_t *row = row_get(rs, (const char *)sqlite3_column_text(st, 0), (const char *)sqlite3_column_text(st, 1),
                                  model, "token_latency_ms", "ms/token");
-            if (!row || vec_push(&row->s[k], (double)(t - prev_t) / 1e6)) { sqlite3_finalize(st); goto oom; }
+            if (!row || vec_push(&row->s[k], (double)(has_dur ? dur : t - prev_t) / 1e6) ||
+                vec_push(&row->pair[k], -1)) { sqlite3_finalize(st); goto oom; }
         }
         prev_test = test;
         prev_rep = rep;

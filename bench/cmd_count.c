@@ -343,14 +343,14 @@ static int record(const char *db, const count_entry_t *e, int n, const char *isa
     if (!rc) rc = tb_store_run_begin(s, &rf, &run_id);
     for (int i = 0; !rc && i < n; i++) {
         int64_t tid;
-        rc = tb_store_test_begin(s, run_id, "count", e[i].kind, e[i].name, "{}", &tid);
+        rc = tb_store_test_begin(s, run_id, "count", e[i].kind, e[i].name, NULL, 0, &tid);
         if (!rc) rc = tb_store_tx_begin(s);
         if (!rc) {
             rc = tb_store_add_measurement(s, tid, 0, "instructions", per_unit(&e[i]), e[i].unit);
             if (rc) tb_store_tx_rollback(s);
             else rc = tb_store_tx_commit(s);
         }
-        if (!rc) rc = tb_store_test_end(s, tid, "complete", "unknown", NULL);
+        if (!rc) rc = tb_store_test_end(s, tid, "complete", "unknown", NULL, NAN);
     }
     if (run_id >= 0) {
         int erc = tb_store_run_end(s, run_id, rc ? "failed" : "complete", rc ? tb_last_error() : NULL, -1);

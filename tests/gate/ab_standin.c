@@ -10,6 +10,7 @@
 #include "store.h"
 #include "ternbench.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -60,11 +61,11 @@ int main(int argc, char **argv) {
     if (!rc) rc = tb_store_put_scenario(s, "standin", "bench", "(bench)", "bench\n", &sid);
     r.host_id = hid; r.build_id = bid; r.scenario_id = sid;
     if (!rc) rc = tb_store_run_begin(s, &r, &rid);
-    if (!rc) rc = tb_store_test_begin(s, rid, "bench", "decode", "tg8", "{}", &tid);
+    if (!rc) rc = tb_store_test_begin(s, rid, "bench", "decode", "tg8", NULL, 0, &tid);
     if (!rc) rc = tb_store_tx_begin(s);
     if (!rc) rc = tb_store_add_measurement(s, tid, 0, "decode_tok_per_s", 50 * scale * (1 + 0.001 * (pair % 3)), "tok/s");
     if (!rc) rc = tb_store_tx_commit(s);
-    if (!rc) rc = tb_store_test_end(s, tid, "complete", "nominal", NULL);
+    if (!rc) rc = tb_store_test_end(s, tid, "complete", "nominal", NULL, NAN);
     if (!rc) rc = tb_store_run_end(s, rid, "complete", NULL, -1);
     if (rc) fprintf(stderr, "standin: %s\n", tb_last_error());
     tb_store_close(s);

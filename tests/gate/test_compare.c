@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <cmocka.h>
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -61,14 +62,14 @@ static int64_t make_run(const char *side, int threads, double scale, double coun
                         .record_tokens = 1, .n_tags = 1, .tag_keys = keys, .tag_values = vals};
     snprintf(r.uuid, sizeof r.uuid, "uuid-%s-%lld", side, (long long)tb_now_ns());
     assert_int_equal(tb_store_run_begin(s, &r, &rid), TB_OK);
-    assert_int_equal(tb_store_test_begin(s, rid, "decode", "decode", "tg32", "{}", &tid), TB_OK);
+    assert_int_equal(tb_store_test_begin(s, rid, "decode", "decode", "tg32", NULL, 0, &tid), TB_OK);
     for (int rep = 0; rep < 6; rep++) {
         assert_int_equal(tb_store_tx_begin(s), TB_OK);
         assert_int_equal(tb_store_add_measurement(s, tid, rep, "decode_tok_per_s", tok_s[rep] * scale, "tok/s"), TB_OK);
         int64_t t = 0;
         for (int i = 0; i < 32; i++) {
             t += (int64_t)(20e6 * (1 + 0.01 * ((i * 7 + rep) % 5)) / scale);
-            assert_int_equal(tb_store_add_token(s, tid, rep, i, "decode", t, 1, "a", 1), TB_OK);
+            assert_int_equal(tb_store_add_token(s, tid, rep, i, "decode", t, -1, 1, "a", 1), TB_OK);
         }
         assert_int_equal(tb_store_tx_commit(s), TB_OK);
     }
@@ -76,12 +77,12 @@ static int64_t make_run(const char *side, int threads, double scale, double coun
     assert_int_equal(tb_store_add_measurement(s, tid, -1, "decode_tok_per_s", 1e9, "tok/s"), TB_OK);
     assert_int_equal(tb_store_add_measurement(s, tid, -1, "repetitions", 6, "count"), TB_OK);
     assert_int_equal(tb_store_tx_commit(s), TB_OK);
-    assert_int_equal(tb_store_test_end(s, tid, "complete", "nominal", NULL), TB_OK);
-    assert_int_equal(tb_store_test_begin(s, rid, "count", "decode", "kernel/x", "{}", &kid), TB_OK);
+    assert_int_equal(tb_store_test_end(s, tid, "complete", "nominal", NULL, NAN), TB_OK);
+    assert_int_equal(tb_store_test_begin(s, rid, "count", "decode", "kernel/x", NULL, 0, &kid), TB_OK);
     assert_int_equal(tb_store_tx_begin(s), TB_OK);
     assert_int_equal(tb_store_add_measurement(s, kid, 0, "instructions", 1000000 * count_scale, "instr/call"), TB_OK);
     assert_int_equal(tb_store_tx_commit(s), TB_OK);
-    assert_int_equal(tb_store_test_end(s, kid, "complete", "unknown", NULL), TB_OK);
+    assert_int_equal(tb_store_test_end(s, kid, "complete", "unknown", NULL, NAN), TB_OK);
     assert_int_equal(tb_store_run_end(s, rid, "complete", NULL, -1), TB_OK);
     tb_store_close(s);
     return rid;
