@@ -415,7 +415,7 @@ static void print_text(const rows_t *rs, const result_t *res, const char notes[]
         printf("|---|---|---|--:|--:|--:|--:|--:|---|---|\n");
     } else {
         for (int i = 0; i < n_notes; i++) fprintf(stderr, "ternbench compare: note: %s\n", notes[i]);
-        printf("%-14s %-12s %-22s %7s %7s %12s %12s %7s %-20s %s\n", "model", "test", "metric", "n base", "n cand",
+        printf("%-20s %-12s %-22s %7s %7s %12s %12s %7s %-20s %s\n", "model", "test", "metric", "n base", "n cand",
                "base", "cand", "ratio", "95% CI", "verdict");
     }
     for (int i = 0; i < rs->n; i++) {
@@ -434,7 +434,7 @@ static void print_text(const rows_t *rs, const result_t *res, const char notes[]
                    row->unit, nb, nc, x->r.median_base, x->r.median_cand, x->r.ratio_medians, ci,
                    x->v == TB_VERDICT_REGRESSED ? "**" : "", v, x->v == TB_VERDICT_REGRESSED ? "**" : "");
         else
-            printf("%-14.14s %-12.12s %-22.22s %7s %7s %12.4g %12.4g %7.3f %-20s %s\n", model, test, row->metric, nb,
+            printf("%-20.20s %-12.12s %-22.22s %7s %7s %12.4g %12.4g %7.3f %-20s %s\n", model, test, row->metric, nb,
                    nc, x->r.median_base, x->r.median_cand, x->r.ratio_medians, ci, v);
     }
 }
