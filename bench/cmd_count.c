@@ -326,7 +326,7 @@ static int record(const char *db, const count_entry_t *e, int n, const char *isa
     tb_build_facts_t build;
     tb_facts_host(&host);
     tb_facts_build(&build);
-    int64_t host_id, build_id, scen_id, run_id = -1;
+    int64_t host_id = -1, build_id = -1, scen_id = -1, run_id = -1;
     char hash[65];
     tb_sha256_hex(config, strlen(config), hash);
     if (!rc) rc = tb_store_put_host(s, &host, &host_id);
