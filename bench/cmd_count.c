@@ -13,7 +13,8 @@
  * activations quantized beforehand (the weight pass alone); and per model a
  * prefill of P tokens and a decode of N tokens after it, one thread.
  * Without -m or --kernels: the kernels and two models synthesized into a
- * temporary directory (llama-tiny and moe-tiny, seed 1): the gate's set.
+ * temporary directory (llama-tiny with TQ2_0 and moe-tiny with Q4_0
+ * projections, seed 1): the gate's set.
  *
  * The command re-executes itself under `valgrind --tool=callgrind
  * --collect-atstart=no` with the hidden option --child; the child sets
@@ -375,7 +376,7 @@ static void usage(FILE *f) {
         "(collection on only around each measured region; tier avx2, prefetch 0, 1 thread).\n"
         "  -m F.gguf        a model's prefill of P and decode of N tokens (repeatable)\n"
         "  --kernels        each format's matvec (%dx%d) and gemm (%dx%d, %d tokens)\n"
-        "                   neither: the kernels and llama-tiny and moe-tiny, synthesized\n"
+        "                   neither: the kernels, llama-tiny (TQ2_0) and moe-tiny (Q4_0), synthesized\n"
         "  -p P, -n N       prefill and decode tokens (default 16 and 8)\n"
         "  --json           one object with every entry (and a second line, the check, with --baseline)\n"
         "  --db FILE        record a run: one test per entry, metric instructions\n"
@@ -386,11 +387,13 @@ static void usage(FILE *f) {
         MV_ROWS, MV_COLS, GM_ROWS, GM_COLS, GM_TOK);
 }
 
-static int synth_into(const char *dir, const char *preset, char *path, size_t cap) {
-    snprintf(path, cap, "%s/%s.gguf", dir, preset);
-    tb_synth_params_t p = {.preset = preset, .type = -1, .seed = 1};
+/* Synthesize preset with projections of type `type` as dir/NAME.gguf. */
+static int synth_into(const char *dir, const char *preset, tb_type_t type, const char *name,
+                      char *path, size_t cap) {
+    snprintf(path, cap, "%s/%s.gguf", dir, name);
+    tb_synth_params_t p = {.preset = preset, .type = (int)type, .seed = 1};
     if (tb_synth_model(&p, path) != TB_OK) {
-        fprintf(stderr, "ternbench count: synthesizing %s: %s\n", preset, tb_last_error());
+        fprintf(stderr, "ternbench count: synthesizing %s: %s\n", name, tb_last_error());
         return 1;
     }
     return 0;
@@ -475,11 +478,16 @@ int cmd_count(int argc, char **argv) {
     int rc = 0;
     if (!o.kernels && !o.n_models) {   /* the gate's set */
         o.kernels = 1;
-        const char *presets[] = {"llama-tiny", "moe-tiny"};
+        /* the presets' default projections are F32: quantized ones go
+         * through the kernels a change is likely to touch */
+        static const struct { const char *preset, *name; tb_type_t type; } gm[] = {
+            {"llama-tiny", "llama-tiny-tq2_0", TB_TYPE_TQ2_0},
+            {"moe-tiny", "moe-tiny-q4_0", TB_TYPE_Q4_0},
+        };
         for (int k = 0; k < 2 && !rc; k++) {
-            rc = synth_into(dir, presets[k], synth_path[k], sizeof synth_path[k]);
+            rc = synth_into(dir, gm[k].preset, gm[k].type, gm[k].name, synth_path[k], sizeof synth_path[k]);
             o.models[o.n_models] = synth_path[k];
-            o.names[o.n_models++] = presets[k];
+            o.names[o.n_models++] = gm[k].name;
         }
     }
     for (int m = 0; m < o.n_models && !rc; m++)

@@ -34,7 +34,7 @@ static void test_deterministic_and_baseline(void **st) {
     assert_int_equal(r1.status, 0);
     assert_non_null(strstr(r1.out, "\"isa\":\"avx2\""));
     assert_non_null(strstr(r1.out, "\"name\":\"kernel/matvec/tq2_0/2048x2048\""));
-    assert_non_null(strstr(r1.out, "\"name\":\"model/moe-tiny/decode8\""));
+    assert_non_null(strstr(r1.out, "\"name\":\"model/moe-tiny-q4_0/decode8\""));
     E2E_RUN(&r2, E2E_NO_LIMIT, "count", "--json", "--baseline", b1);
     e2e_assert_clean(&r2, "count 2");
     assert_int_equal(r2.status, 0);
@@ -119,6 +119,16 @@ static void test_slow_kernel_caught(void **st) {
     const char *row = strstr(r.out, "| kernel/matvec/tq2_0/2048x2048");
     assert_non_null(row);
     assert_true(strstr(row, "**regressed**") < strchr(row, '\n'));
+    e2e_res_free(&r);
+    /* the TQ2_0 model's decode shows it too; its prefill (gemm) does not */
+    E2E_RUN(&r, E2E_NO_LIMIT, "count", "--baseline", base);
+    assert_int_equal(r.status, 1);
+    row = strstr(r.out, "| model/llama-tiny-tq2_0/decode8");
+    assert_non_null(row);
+    assert_true(strstr(row, "**regressed**") < strchr(row, '\n'));
+    row = strstr(r.out, "| model/llama-tiny-tq2_0/prefill16");
+    assert_non_null(row);
+    assert_true(strstr(row, "unchanged") < strchr(row, '\n'));
     e2e_res_free(&r);
 }
 #endif
