@@ -23,6 +23,9 @@ int cmd_show(int argc, char **argv);
 int cmd_export(int argc, char **argv);
 int cmd_report(int argc, char **argv);
 int cmd_metrics(int argc, char **argv);      /* the metric registry         */
+int cmd_count(int argc, char **argv);        /* cmd_count.c: callgrind counts */
+int cmd_compare(int argc, char **argv);      /* cmd_compare.c: verdicts       */
+int cmd_ab(int argc, char **argv);           /* cmd_ab.c: two builds in turns */
 
 /* Print s to stdout as a JSON string (quoted, escaped); cmd_results.c. */
 void cmd_json_str(const char *s);
