@@ -83,7 +83,11 @@ int cmd_ab(int argc, char **argv) {
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) { usage(stdout); return 0; }
         if (!strcmp(a, "--json")) { json = 1; continue; }
         if (!strcmp(a, "--md")) { md = 1; continue; }
-        if (!v) { fprintf(stderr, "ternbench ab: %s needs a value (or is unknown)\n", a); usage(stderr); return 2; }
+        static const char *const valued[] = {"--base", "--cand", "--db", "--threshold", "-r", "-m", NULL};
+        int known = 0;
+        for (int k = 0; valued[k]; k++) known |= !strcmp(a, valued[k]);
+        if (!known) { cmd_arg_reject("ab", a, NULL); usage(stderr); return 2; }
+        if (!v) { cmd_arg_missing("ab", a, NULL); usage(stderr); return 2; }
         if (!strcmp(a, "--base")) bin[0] = v;
         else if (!strcmp(a, "--cand")) bin[1] = v;
         else if (!strcmp(a, "--db")) db = v;
@@ -92,7 +96,7 @@ int cmd_ab(int argc, char **argv) {
         else if (!strcmp(a, "-m")) {
             if (n_models == 16) { fprintf(stderr, "ternbench ab: at most 16 -m files\n"); return 2; }
             models[n_models++] = v;
-        } else { fprintf(stderr, "ternbench ab: unknown argument '%s'\n", a); usage(stderr); return 2; }
+        }
         i++;
     }
     if (!bin[0] || !bin[1]) { fprintf(stderr, "ternbench ab: --base and --cand are required\n"); usage(stderr); return 2; }

@@ -85,7 +85,7 @@ static int parse_args(int argc, char **argv, bench_opts_t *o) {
         if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) { o->quiet = true; continue; }
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) { bench_usage(); return -1; }
         if (a[0] != '-') {
-            fprintf(stderr, "ternbench bench: unexpected argument '%s'\n", a);
+            cmd_arg_reject(argv[0], a, NULL);
             return bench_usage();
         }
         static const char *const with_value[] = {"-m", "--model", "-t", "--threads", "--ctx", "-p", "-n",
@@ -93,11 +93,11 @@ static int parse_args(int argc, char **argv, bench_opts_t *o) {
         int known = 0;
         for (int k = 0; with_value[k]; k++) known |= !strcmp(a, with_value[k]);
         if (!known) {
-            fprintf(stderr, "ternbench bench: unknown option '%s'\n", a);
+            cmd_arg_reject(argv[0], a, NULL);
             return bench_usage();
         }
         if (!v) {
-            fprintf(stderr, "ternbench bench: %s needs a value\n", a);
+            cmd_arg_missing(argv[0], a, NULL);
             return bench_usage();
         }
         if (!strcmp(a, "-m") || !strcmp(a, "--model")) {

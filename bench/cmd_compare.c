@@ -574,7 +574,7 @@ int cmd_compare(int argc, char **argv) {
             i++;
         } else if (!strcmp(a, "--threshold")) { if (parse_pct(a, v, &o.threshold)) return 2; i++; }
         else if (!strcmp(a, "--count-threshold")) { if (parse_pct(a, v, &o.count_threshold)) return 2; i++; }
-        else { fprintf(stderr, "ternbench compare: unknown argument '%s'\n", a); usage(stderr); return 2; }
+        else { cmd_arg_reject("compare", a, NULL); usage(stderr); return 2; }
     }
     if (!n_sel[0] || !n_sel[1]) { fprintf(stderr, "ternbench compare: --base and --cand are required\n"); usage(stderr); return 2; }
     if (o.json && o.md) { fprintf(stderr, "ternbench compare: --json or --md, not both\n"); return 2; }

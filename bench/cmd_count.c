@@ -446,7 +446,7 @@ int cmd_count(int argc, char **argv) {
             o.threshold = t / 100;
             i++;
         } else {
-            fprintf(stderr, "ternbench count: unknown argument '%s'\n", a);
+            cmd_arg_reject("count", a, NULL);
             usage(stderr);
             return 2;
         }

@@ -86,6 +86,7 @@ typedef struct rp_run {
 
 typedef struct rp_set {
     sqlite3 *db;            /* open read-only for the report's lifetime   */
+    struct tb_store *store; /* the store that owns db (tb_store_open_read) */
     int n_runs;
     rp_run_t *runs;         /* (n_runs) in run id order                   */
     void *arena;            /* owns every string of runs and tests        */

@@ -5,6 +5,7 @@
  * writes to it.
  */
 #include "report_int.h"
+#include "store.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -405,13 +406,13 @@ int rp_set_load(rp_set_t *set, const tb_report_opts_t *opts,
     struct stat st;   /* a FIFO or directory would block or mislead SQLite's read-only open */
     if (stat(opts->db_path, &st) == 0 && !S_ISREG(st.st_mode))
         return tb_err(TB_ERR_IO, "report: database %s is not a regular file", opts->db_path);
-    if (sqlite3_open_v2(opts->db_path, &set->db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
-        int rc = tb_err(TB_ERR_IO, "report: cannot open database %s: %s", opts->db_path,
-                        set->db ? sqlite3_errmsg(set->db) : "out of memory");
-        sqlite3_close(set->db);
-        set->db = NULL;
-        return rc;
-    }
+    /* as list, show and export open it: read-only unless a migration or a
+     * recovery is due and the file is writable; a read-only directory or a
+     * full disk still reads */
+    tb_store_read_info_t info;
+    if (tb_store_open_read(opts->db_path, &set->store, &info) != TB_OK)
+        return tb_err_prefix(TB_ERR_IO, "report");
+    set->db = tb_store_db(set->store);
     sqlite3_busy_timeout(set->db, 5000);
     sqlite3_stmt *probe;
     if (sqlite3_prepare_v2(set->db, "SELECT id FROM runs LIMIT 1", -1, &probe, NULL) != SQLITE_OK) {
@@ -509,7 +510,7 @@ void rp_set_free(rp_set_t *set) {
     }
     free(set->runs);
     arena_free(&set->arena);
-    sqlite3_close(set->db);
+    tb_store_close(set->store);
     memset(set, 0, sizeof *set);
 }
 

@@ -2,6 +2,7 @@
  * analysis.c — the analysis rules over per-repetition rows (analysis.h).
  */
 #include "analysis.h"
+#include "infer.h"
 #include "internal.h"
 
 #include <math.h>
@@ -30,15 +31,6 @@ size_t tb_an_vec_shared(const double *before, const double *after, size_t n, dou
     return k;
 }
 
-double tb_an_sign_p(size_t k, size_t n) {
-    if (n == 0) return 1.0;
-    const size_t m = k < n - k ? k : n - k;
-    double tail = 0.0;
-    for (size_t i = 0; i <= m; i++)
-        tail += exp(lgamma((double)n + 1.0) - lgamma((double)i + 1.0) - lgamma((double)(n - i) + 1.0) -
-                    (double)n * log(2.0));
-    return 2.0 * tail > 1.0 ? 1.0 : 2.0 * tail;
-}
 
 int tb_an_paired(const double *a, const double *b, size_t n, tb_an_paired_t *out) {
     memset(out, 0, sizeof *out);
@@ -61,7 +53,7 @@ int tb_an_paired(const double *a, const double *b, size_t n, tb_an_paired_t *out
         out->max = s.max;
         out->q25 = tb_stats_percentile(r, m, 25.0);
         out->q75 = tb_stats_percentile(r, m, 75.0);
-        out->sign_p = tb_an_sign_p(out->faster, m);
+        out->sign_p = tb_infer_sign_test_p((int)out->faster, (int)m);
     }
     free(r);
     return TB_OK;

@@ -15,8 +15,9 @@
  *   - figures are medians over repetitions, printed with their range;
  *   - two models interleaved in one group are compared repetition by
  *     repetition (paired ratios, their median and quartiles, how many
- *     pairs the second was faster in, and the two-sided sign test), and,
- *     when they took turns token by token, token by token.
+ *     pairs the second was faster in, and the two-sided sign test of
+ *     infer.h), and, when they took turns token by token, token by token;
+ *   - intervals and verdicts between two sets of runs are infer.h's.
  */
 #ifndef TB_HARNESS_ANALYSIS_H
 #define TB_HARNESS_ANALYSIS_H
@@ -44,9 +45,6 @@ bool tb_an_full_speed(double ghz_before, double ghz_after, double best);
  * before/after (n) per repetition; NAN entries are not counted. */
 size_t tb_an_vec_shared(const double *before, const double *after, size_t n, double best, double *lo);
 
-/* Two-sided sign test: the probability under "no difference" (each pair
- * faster with probability 1/2) of a count at least as far from n/2 as k. */
-double tb_an_sign_p(size_t k, size_t n);
 
 /* Pairs b[i] / a[i] of two series over the same repetitions or tokens. */
 typedef struct tb_an_paired {

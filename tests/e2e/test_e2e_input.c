@@ -462,6 +462,11 @@ static void test_unknown_options(void **state) {
     static const char *const cases[][10] = {
         {"bandwidth", NULL},
         {"kernels", NULL},
+        {"bench", "-m", "m.gguf", NULL},
+        {"metrics", NULL},
+        {"compare", "--base", "1", "--cand", "2", NULL},
+        {"ab", "--base", "x", "--cand", "y", NULL},
+        {"count", NULL},
         {"list", "--db", "base.db", NULL},
         {"show", "1", "--db", "base.db", NULL},
         {"export", "--db", "base.db", NULL},

@@ -294,6 +294,12 @@ int fx_build(const char *path) {
         schema[a] = '\n';
         memcpy(schema + a + 1, step, b + 1);
         free(step);
+        char ver[48];   /* the store sets the version after each step: so does the fixture */
+        int nv = snprintf(ver, sizeof ver, "\nPRAGMA user_version = %d;\n", v);
+        char *with = realloc(schema, strlen(schema) + (size_t)nv + 1);
+        if (!with) { free(schema); return -1; }
+        schema = with;
+        strcat(schema, ver);
     }
     sqlite3 *db;
     int rc = -1;
