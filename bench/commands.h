@@ -22,6 +22,8 @@ int cmd_list(int argc, char **argv);
 int cmd_show(int argc, char **argv);
 int cmd_export(int argc, char **argv);
 int cmd_report(int argc, char **argv);
+int cmd_devices(int argc, char **argv);     /* devices [show ID]           */
+int cmd_claim(int argc, char **argv);       /* claim ..., claim calibrate  */
 
 /* Print s to stdout as a JSON string (quoted, escaped); cmd_results.c. */
 void cmd_json_str(const char *s);

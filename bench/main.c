@@ -25,6 +25,8 @@ static const struct {
     {"list",       cmd_list,       "[--db PATH]  list recorded runs"},
     {"show",       cmd_show,       "RUN [--db PATH]  one run in detail"},
     {"export",     cmd_export,     "[--format csv|json|md] [--run ID...]  export measurements"},
+    {"devices",    cmd_devices,    "[--json] | show ID|this  device profiles (bandwidth, compute, sources)"},
+    {"claim",      cmd_claim,      "--model M --device D [--claimed TOK_S] ...  roofline, projection, verdict"},
     {"report",     cmd_report,     "[--db PATH] [--run ID...|--tag K=V|--last N] --out DIR  plots and tables"},
 };
 
