@@ -15,14 +15,26 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Widths of the similarity kernel, in natural-log units, and the quantiles. */
-#define SIG_BW 0.45     /* peak bandwidth: a factor 1.6 costs e^-0.5 */
-#define SIG_BPW 0.35    /* bits per weight                             */
-#define W_CLASS 0.35    /* weight factor for another device class      */
-#define MIN_ROWS 4      /* fewest rows a runtime+backend basis needs   */
-#define Q_LO 0.05
-#define Q_HI 0.95
-#define WIDEN 1.04      /* interval widened by this factor each side   */
+/* Widths of the similarity kernel, in natural-log units, and the interval.
+ * Chosen by leave-one-out over the shipped table (docs/claims.md). */
+static double SIG_BW = 0.45;    /* peak bandwidth                              */
+static double SIG_BPW = 0.35;   /* bits per weight                             */
+static double SIG_CTX = 0.7;    /* log(1 + ctx / 512)                          */
+static double W_CLASS = 0.35;   /* weight factor for another device class      */
+static double W_DEVICE = 10.0;  /* weight factor for the same device           */
+static double Q_LO = 0.15, Q_HI = 0.85;
+static double PAD0 = 0.0;       /* log-units added each side ...               */
+static double PAD1 = 0.20;      /* ... plus this over sqrt(effective rows)     */
+#define MIN_ROWS 4              /* fewest rows a runtime+backend basis needs   */
+
+static void tune_from_env(void) {
+    static int done;
+    if (done) return;
+    done = 1;
+    const char *e = getenv("TB_CLAIM_TUNE");   /* development aid: 9 numbers */
+    if (e) sscanf(e, "%lf %lf %lf %lf %lf %lf %lf %lf %lf", &SIG_BW, &SIG_BPW, &SIG_CTX, &W_CLASS, &W_DEVICE,
+                  &Q_LO, &Q_HI, &PAD0, &PAD1);
+}
 
 typedef struct wv { double v, w; int i; } wv_t;
 
@@ -55,11 +67,14 @@ static bool same(const char *a, const char *b) { return !a || !b || !strcmp(a, b
 
 int cl_fit(const cl_calib_t *c, const cl_query_t *q, int skip, cl_fit_t *out) {
     memset(out, 0, sizeof *out);
+    tune_from_env();
     wv_t *s = malloc((size_t)(c->n > 0 ? c->n : 1) * sizeof *s);
     if (!s) return -1;
     int n = 0;
     const char *how = "";
-    for (int level = 0; level < 3 && n < MIN_ROWS; level++) {
+    /* runtime and backend when MIN_ROWS share them; else any row of the
+     * backend; only when the backend has no row at all, every row */
+    for (int level = 0; level < 3 && (level == 0 || (level == 1 ? n < MIN_ROWS : n == 0)); level++) {
         n = 0;
         for (int i = 0; i < c->n; i++) {
             const cl_row_t *r = &c->rows[i];
@@ -68,8 +83,10 @@ int cl_fit(const cl_calib_t *c, const cl_query_t *q, int skip, cl_fit_t *out) {
             if (level == 1 && !same(q->backend, r->backend)) continue;
             double d1 = q->bw_gbps > 0 ? log(r->bw_gbps / q->bw_gbps) / SIG_BW : 0;
             double d2 = q->bpw > 0 && r->bpw > 0 ? log(r->bpw / q->bpw) / SIG_BPW : 0;
-            double w = exp(-0.5 * (d1 * d1 + d2 * d2));
+            double d3 = q->ctx >= 0 ? (log1p(r->ctx / 512.0) - log1p(q->ctx / 512.0)) / SIG_CTX : 0;
+            double w = exp(-0.5 * (d1 * d1 + d2 * d2 + d3 * d3));
             if (q->cls && strcmp(q->cls, r->cls)) w *= W_CLASS;
+            if (q->device && !strcmp(q->device, r->device)) w *= W_DEVICE;
             s[n++] = (wv_t){log(r->eff), w + 1e-6, i};
         }
         how = level == 0 ? "same runtime and backend" : level == 1 ? "same backend, any runtime" : "every row";
@@ -80,9 +97,12 @@ int cl_fit(const cl_calib_t *c, const cl_query_t *q, int skip, cl_fit_t *out) {
     }
     qsort(s, (size_t)n, sizeof *s, by_v);
     double lo = wquant(s, n, Q_LO), mid = wquant(s, n, 0.5), hi = wquant(s, n, Q_HI);
-    out->lo = exp(lo) / WIDEN;
+    double sw = 0, sw2 = 0;
+    for (int i = 0; i < n; i++) { sw += s[i].w; sw2 += s[i].w * s[i].w; }
+    double n_eff = sw * sw / sw2, pad = PAD0 + PAD1 / sqrt(n_eff);
+    out->lo = exp(lo - pad);
     out->mid = exp(mid);
-    out->hi = exp(hi) * WIDEN;
+    out->hi = exp(hi + pad);
     out->best = exp(s[n - 1].v);
     out->n_basis = n;
     /* the most similar rows, for the printed basis */
@@ -109,7 +129,7 @@ int cl_loo(const cl_calib_t *c, cl_loo_t *out, bool verbose) {
     if (!hw) return 1;
     for (int i = 0; i < c->n; i++) {
         const cl_row_t *r = &c->rows[i];
-        cl_query_t q = {r->runtime, r->backend, r->cls, r->bw_gbps, r->bpw};
+        cl_query_t q = {r->runtime, r->backend, r->cls, r->device, r->bw_gbps, r->bpw, r->ctx};
         cl_fit_t f;
         if (cl_fit(c, &q, i, &f) != 0) {
             if (verbose)

@@ -254,7 +254,7 @@ int cmd_claim(int argc, char **argv) {
     cond_t k[MAX_COND];
     int nk = 0;
     double bpw = geom_bpw(g);
-    cl_query_t q = {o.runtime, o.backend, d.cls, d.bw_gbps, bpw};
+    cl_query_t q = {o.runtime, o.backend, d.cls, d.id, d.bw_gbps, bpw, -1};
     for (int hi = 0; hi < n_head; hi++)
         for (int ci = 0; ci < n_ctx; ci++) {
             cond_t *x = &k[nk];
@@ -268,6 +268,7 @@ int cmd_claim(int argc, char **argv) {
                 return 2;
             }
             x->roof = d.bw_gbps * 1e9 / (double)x->b.total;
+            q.ctx = x->ctx;
             x->fitted = cl_fit(&c, &q, -1, &x->fit) == 0;
             if (x->fitted) { x->lo = x->roof * x->fit.lo; x->hi = x->roof * x->fit.hi; }
             if (o.claimed > 0) judge(x, o.claimed, d.bw_gbps);

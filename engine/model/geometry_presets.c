@@ -16,10 +16,10 @@
  *   mlx-maple         DeepGrove's MLX release of Maple-Preview: projections and
  *                     experts 2-bit codes with one bf16 scale per output row,
  *                     embedding and head mlx-4bit
- *   mxfp4             gpt-oss's release: experts MXFP4 (32 4-bit values and
- *                     one 8-bit scale), everything else bf16
- * Norms, biases and the MoE router are F32 in the GGUF layouts, bf16 in the
- * MLX and mxfp4 ones. A matrix whose rows do not fit a block type falls back
+ *   mxfp4             gpt-oss in llama.cpp's GGUF: experts MXFP4 (32 4-bit
+ *                     values and one 8-bit scale), the other matrices Q8_0
+ * Norms, biases and the MoE router are F32 in the GGUF layouts (mxfp4 included), bf16 in the
+ * MLX ones. A matrix whose rows do not fit a block type falls back
  * to Q8_0, then F16, as llama.cpp's quantizer does.
  */
 #include "model/geometry.h"
@@ -174,7 +174,8 @@ static int layout_of(const char *name, bool tied, layout_t *L) {
         fmt_t r = {FMT_ROW2, TB_TYPE_COUNT}, q = {FMT_MLX4, TB_TYPE_COUNT};
         *L = (layout_t){r, r, r, q, q, BF16};
     } else if (!strcmp(name, "mxfp4")) {
-        *L = (layout_t){BF16, BF16, {FMT_MXFP4, TB_TYPE_COUNT}, BF16, BF16, BF16};
+        const fmt_t q8 = GGML(TB_TYPE_Q8_0);
+        *L = (layout_t){q8, q8, {FMT_MXFP4, TB_TYPE_COUNT}, q8, q8, F32};
     } else if (!strcmp(name, "q4_k")) {
         *L = (layout_t){GGML(TB_TYPE_Q4_K), GGML(TB_TYPE_Q6_K), GGML(TB_TYPE_Q4_K), GGML(TB_TYPE_Q4_K),
                         GGML(TB_TYPE_Q6_K), F32};
