@@ -106,6 +106,11 @@ typedef struct cl_loo {
 } cl_loo_t;
 int cl_loo(const cl_calib_t *c, cl_loo_t *out, bool verbose);
 
+/* "exact", "approx", "approx:C" or "approx:C:P" into h (centroids 0 for
+ * exact; probes default 256, capped at C); 0, or -1 if malformed. cmd_claim.c */
+struct tb_head_opts;
+int cl_parse_head(const char *s, struct tb_head_opts *h);
+
 /* Bits per stored weight of a preset in a layout (its projections). */
 double cl_bits_per_weight(const char *preset, const char *type);
 

@@ -189,8 +189,6 @@ double cl_bits_per_weight(const char *preset, const char *type) {
     return params > 0 ? 8.0 * bytes / params : 0;
 }
 
-int cl_parse_head(const char *s, tb_head_opts_t *h);   /* cmd_claim.c */
-
 int cl_calib_resolve(cl_calib_t *c, const char *devices_dir) {
     cl_device_t *dv;
     int nd, rc = cl_devices_load_all(devices_dir, &dv, &nd);
