@@ -11,8 +11,8 @@
  *                     Q6_K on its "more bits" layers, the head Q6_K
  *   tq2_0, tq1_0      projections and experts ternary, embedding F16, head Q4_K
  *                     (Maple-Preview's official GGUF); a tied head stays F16
- *   mlx-4bit/-2bit    MLX affine quantization, groups of 64 with a bf16 scale
- *                     and bias each, every matrix including embedding and head
+ *   mlx-8bit/-4bit/-2bit  MLX affine quantization, groups of 64 with a bf16
+ *                     scale and bias each, every matrix including embedding and head
  *   mlx-maple         DeepGrove's MLX release of Maple-Preview: projections and
  *                     experts 2-bit codes with one bf16 scale per output row,
  *                     embedding and head mlx-4bit
@@ -87,6 +87,11 @@ static const preset_t presets[] = {
                "vocab 151936, tied, QK-norm; https://huggingface.co/Qwen/Qwen3-0.6B (read 2026-12-03)",
      .n_layer = 28, .n_embd = 1024, .n_head = 16, .n_head_kv = 8, .head_dim = 128, .n_ff = 3072,
      .n_vocab = 151936, .tied = true, .qk_norm = true},
+    {.name = "qwen3-4b", .layout = "q4_k",
+     .source = "Qwen/Qwen3-4B config.json: 36 layers, 2560 wide, 32/8 heads of 128, ffn 9728, "
+               "vocab 151936, tied, QK-norm; https://huggingface.co/Qwen/Qwen3-4B (read 2026-12-03)",
+     .n_layer = 36, .n_embd = 2560, .n_head = 32, .n_head_kv = 8, .head_dim = 128, .n_ff = 9728,
+     .n_vocab = 151936, .tied = true, .qk_norm = true},
     {.name = "qwen2.5-1.5b", .layout = "q4_k",
      .source = "Qwen/Qwen2.5-1.5B config.json (= DeepSeek-R1-Distill-Qwen-1.5B's shapes, which unties "
                "the head: the same bytes read): 28 layers, 1536 wide, 12/2 heads of 128, ffn 8960, "
@@ -113,11 +118,11 @@ static const preset_t presets[] = {
 
 static const char *const preset_names[] = {
     "maple-preview", "maple-preview-mlx", "bitnet-b1.58-2b4t", "llama-2-7b", "llama-3.2-1b",
-    "llama-3.2-3b", "llama-3.1-8b", "qwen3-0.6b", "qwen2.5-1.5b", "gpt-oss-20b", "qwen3.6-27b", NULL,
+    "llama-3.2-3b", "llama-3.1-8b", "qwen3-0.6b", "qwen3-4b", "qwen2.5-1.5b", "gpt-oss-20b", "qwen3.6-27b", NULL,
 };
 
 static const char *const layout_names[] = {
-    "f16", "bf16", "q8_0", "q4_0", "q4_k", "tq2_0", "tq1_0", "mlx-4bit", "mlx-2bit", "mlx-maple", "mxfp4", NULL,
+    "f16", "bf16", "q8_0", "q4_0", "q4_k", "tq2_0", "tq1_0", "mlx-8bit", "mlx-4bit", "mlx-2bit", "mlx-maple", "mxfp4", NULL,
 };
 
 const char *const *tb_geometry_presets(void) { return preset_names; }
@@ -136,7 +141,7 @@ const char *tb_geometry_preset_source(const char *name) {
 
 /* ---- storage formats ---------------------------------------------------- */
 
-typedef enum { FMT_GGML, FMT_MLX4, FMT_MLX2, FMT_ROW2, FMT_MXFP4 } fmt_kind_t;
+typedef enum { FMT_GGML, FMT_MLX8, FMT_MLX4, FMT_MLX2, FMT_ROW2, FMT_MXFP4 } fmt_kind_t;
 typedef struct { fmt_kind_t kind; tb_type_t type; } fmt_t;
 
 #define GGML(t) ((fmt_t){FMT_GGML, (t)})
@@ -146,6 +151,7 @@ typedef struct { fmt_kind_t kind; tb_type_t type; } fmt_t;
 static uint64_t row_bytes(fmt_t f, int64_t ne0) {
     const uint64_t n = (uint64_t)ne0, g64 = (n + 63) / 64;
     switch (f.kind) {
+    case FMT_MLX8: return n + g64 * 4;           /* 8-bit codes, bf16 scale + bias per 64 */
     case FMT_MLX4: return n / 2 + g64 * 4;       /* 4-bit codes, bf16 scale + bias per 64 */
     case FMT_MLX2: return (n + 3) / 4 + g64 * 4; /* 2-bit codes, bf16 scale + bias per 64 */
     case FMT_ROW2: return (n + 3) / 4 + 2;       /* 2-bit codes, one bf16 scale per row   */
@@ -167,8 +173,8 @@ static bool more_bits(int il, int n) { return il < n / 8 || il >= 7 * n / 8 || (
 static int layout_of(const char *name, bool tied, layout_t *L) {
     const fmt_t F32 = GGML(TB_TYPE_F32), BF16 = GGML(TB_TYPE_BF16);
     tb_type_t t;
-    if (!strcmp(name, "mlx-4bit") || !strcmp(name, "mlx-2bit")) {
-        fmt_t q = {name[4] == '4' ? FMT_MLX4 : FMT_MLX2, TB_TYPE_COUNT};
+    if (!strcmp(name, "mlx-8bit") || !strcmp(name, "mlx-4bit") || !strcmp(name, "mlx-2bit")) {
+        fmt_t q = {name[4] == '8' ? FMT_MLX8 : name[4] == '4' ? FMT_MLX4 : FMT_MLX2, TB_TYPE_COUNT};
         *L = (layout_t){q, q, q, q, q, BF16};
     } else if (!strcmp(name, "mlx-maple")) {
         fmt_t r = {FMT_ROW2, TB_TYPE_COUNT}, q = {FMT_MLX4, TB_TYPE_COUNT};
@@ -192,7 +198,7 @@ static int layout_of(const char *name, bool tied, layout_t *L) {
         *L = (layout_t){GGML(t), GGML(t), GGML(t), GGML(t), GGML(t), F32};
     } else {
         return tb_err(TB_ERR_ARG, "unknown weight layout '%s' (f16, bf16, q8_0, q4_0, q4_k, tq2_0, tq1_0, "
-                      "mlx-4bit, mlx-2bit, mlx-maple, mxfp4)", name);
+                      "mlx-8bit, mlx-4bit, mlx-2bit, mlx-maple, mxfp4)", name);
     }
     return TB_OK;
 }
@@ -289,7 +295,7 @@ int tb_geometry_preset(const char *name, const char *weights, tb_geometry_t **ou
         return tb_err(TB_ERR_NOT_FOUND, "unknown model preset '%s' (presets: %s)", name ? name : "(null)", list);
     }
     const char *lname = weights ? weights : P->layout;
-    layout_t L;
+    layout_t L = {0};
     int rc = layout_of(lname, P->tied, &L);
     if (rc != TB_OK) return rc;
     builder_t b = {.cap = 4 + 24 * (int64_t)P->n_layer};

@@ -101,6 +101,7 @@ static void test_dense_presets(void **st) {
         {"llama-3.1-8b", NULL, 32, 4096, 32, 8, 128, 14336, 128256, Q4K, Q6K, Q4K, Q6K, 0, 0, 0, 0},
         {"llama-3.1-8b", "q8_0", 32, 4096, 32, 8, 128, 14336, 128256, Q80, Q80, Q80, Q80, 0, 0, 0, 0},
         {"qwen3-0.6b", NULL, 28, 1024, 16, 8, 128, 3072, 151936, Q80, Q80, Q80, Q80, 1, 1, 0, 0},
+        {"qwen3-4b", NULL, 36, 2560, 32, 8, 128, 9728, 151936, Q4K, Q6K, Q6K, Q6K, 1, 1, 0, 0},
         {"qwen2.5-1.5b", NULL, 28, 1536, 12, 2, 128, 8960, 151936, Q4K, Q6K, Q6K, Q6K, 1, 0, 1, 0},
         {"bitnet-b1.58-2b4t", NULL, 30, 2560, 20, 5, 128, 6912, 128256, TQ2, TQ2, F16, F16, 1, 0, 0, 1},
     };
@@ -124,6 +125,17 @@ static void test_maple_mlx(void **st) {
                      8 * (r2e * FF * 2 + r2f * E);
     uint64_t hand = 24 * layer + E * 2 + r4 + r4 * V;
     assert_int_equal(preset_total("maple-preview-mlx", NULL, 0, NULL, NULL), hand);
+}
+
+/* qwen3-0.6b in mlx-8bit: 8-bit codes and a bf16 scale and bias per 64,
+ * bf16 norms, the tied head 8-bit as well. */
+static void test_mlx8(void **st) {
+    (void)st;
+    const uint64_t E = 1024, QD = 2048, KD = 1024, FF = 3072, V = 151936;
+    uint64_t r8e = E + E / 64 * 4, r8q = QD + QD / 64 * 4, r8f = FF + FF / 64 * 4;
+    uint64_t layer = r8e * (QD + 2 * KD) + r8q * E + r8e * 2 * FF + r8f * E + 2 * E * 2 + 2 * 128 * 2;
+    uint64_t hand = 28 * layer + E * 2 + r8e + r8e * V;
+    assert_int_equal(preset_total("qwen3-0.6b", "mlx-8bit", 0, NULL, NULL), hand);
 }
 
 /* gpt-oss-20b: MXFP4 experts (17 bytes per 32), the rest Q8_0, F32 small
@@ -284,6 +296,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_maple_preview_exact), cmocka_unit_test(test_dense_presets),
         cmocka_unit_test(test_maple_mlx),           cmocka_unit_test(test_gpt_oss),
+        cmocka_unit_test(test_mlx8),
         cmocka_unit_test(test_qwen36),              cmocka_unit_test(test_synth_plan_equals_preset),
         cmocka_unit_test(test_synth_file_equals_plan), cmocka_unit_test(test_approx_head),
         cmocka_unit_test(test_flops_and_errors),
