@@ -111,6 +111,11 @@ int cl_loo(const cl_calib_t *c, cl_loo_t *out, bool verbose);
 struct tb_head_opts;
 int cl_parse_head(const char *s, struct tb_head_opts *h);
 
+/* Decode n_tokens on this machine after filling the KV cache of `gguf` to
+ * ctx positions, with `threads` threads; *tok_s the timed rate. 0, 2 when
+ * the file does not load, 1 on a failure while running. claim_measure.c */
+int cl_measure(const char *gguf, int ctx, int n_tokens, int threads, int kv_type, double *tok_s);
+
 /* Bits per stored weight of a preset in a layout (its projections). */
 double cl_bits_per_weight(const char *preset, const char *type);
 

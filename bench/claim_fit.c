@@ -89,7 +89,8 @@ int cl_fit(const cl_calib_t *c, const cl_query_t *q, int skip, cl_fit_t *out) {
             if (q->device && !strcmp(q->device, r->device)) w *= W_DEVICE;
             s[n++] = (wv_t){log(r->eff), w + 1e-6, i};
         }
-        how = level == 0 ? "same runtime and backend" : level == 1 ? "same backend, any runtime" : "every row";
+        how = level == 0 ? (q->runtime || q->backend ? "same runtime and backend" : "any runtime and backend")
+            : level == 1 ? "same backend, any runtime" : "every row";
     }
     if (n == 0) {
         free(s);

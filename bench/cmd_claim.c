@@ -53,7 +53,7 @@ typedef struct cond {
     int ctx;
     tb_head_opts_t head;
     tb_bytes_per_token_t b;
-    double roof, lo, hi, need, implied;
+    double roof, lo, hi, need, implied, measured;
     cl_fit_t fit;
     bool fitted;
     const char *verdict;
@@ -66,8 +66,8 @@ typedef struct opts {
     const char *add[8];
     int n_add;
     double claimed, claimed_ttft;
-    int prompt;
-    bool json;
+    int prompt, measure_tokens, threads;
+    bool json, measure;
 } opts_t;
 
 static int usage(const char *msg) {
@@ -76,10 +76,12 @@ static int usage(const char *msg) {
             "usage: ternbench claim --model PRESET|FILE.gguf [--type T] --device ID|this [--backend cpu|gpu|npu]\n"
             "         [--runtime R] [--ctx C] [--head exact|approx[:CENTROIDS[:PROBES]]] [--kv-type T]\n"
             "         [--claimed TOK_S] [--prompt N --claimed-ttft MS] [--calibration FILE] [--add FILE]\n"
-            "         [--devices DIR] [--json]\n"
+            "         [--devices DIR] [--json] [--measure [--measure-tokens N] [-t N]]\n"
             "       ternbench claim calibrate --loo [--calibration FILE] [--add FILE] [--devices DIR] [-v]\n"
             "  --ctx or --head left out: evaluated at ctx 512, 2048, 8192 and with the exact and the\n"
-            "  approximate (FlashHead, approx:%d:%d) head, in one table\n",
+            "  approximate (FlashHead, approx:%d:%d) head, in one table\n"
+            "  --measure (--device this, a GGUF model): decode N tokens (default 32) at each exact-head\n"
+            "  condition with the engine and print the measured speed beside the projection\n",
             DEFAULT_CENTROIDS, DEFAULT_PROBES);
     return 2;
 }
@@ -193,10 +195,11 @@ static int rank_of(const char *v) {
 
 int cmd_claim(int argc, char **argv) {
     if (argc >= 2 && !strcmp(argv[1], "calibrate")) return calibrate(argc - 1, argv + 1);
-    opts_t o = {.kv = "f16", .prompt = -1};
+    opts_t o = {.kv = "f16", .prompt = -1, .measure_tokens = 32, .threads = 2};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--json")) { o.json = true; continue; }
+        if (!strcmp(a, "--measure")) { o.measure = true; continue; }
         if (!v) return usage("option needs a value");
         if (!strcmp(a, "--model")) o.model = v;
         else if (!strcmp(a, "--type")) o.type = v;
@@ -211,6 +214,8 @@ int cmd_claim(int argc, char **argv) {
         else if (!strcmp(a, "--add")) { if (o.n_add == 8) return usage("at most 8 --add"); o.add[o.n_add++] = v; }
         else if (!strcmp(a, "--claimed")) { if (positive(a, v, &o.claimed)) return 2; }
         else if (!strcmp(a, "--claimed-ttft")) { if (positive(a, v, &o.claimed_ttft)) return 2; }
+        else if (!strcmp(a, "--measure-tokens")) { if (cmd_arg_int("claim", a, v, 1, 100000, &o.measure_tokens)) return 2; }
+        else if (!strcmp(a, "-t") || !strcmp(a, "--threads")) { if (cmd_arg_int("claim", a, v, 1, 64, &o.threads)) return 2; }
         else if (!strcmp(a, "--prompt")) {
             double p;
             if (positive(a, v, &p) || p > 1e7) return 2;
@@ -242,12 +247,20 @@ int cmd_claim(int argc, char **argv) {
     }
     tb_type_t kv;
     if (tb_type_from_name(o.kv, &kv) != TB_OK) return usage("--kv-type: unknown type");
+    size_t ml = strlen(o.model);
+    if (o.measure && (strcmp(o.device, "this") || ml < 6 || strcmp(o.model + ml - 5, ".gguf")))
+        return usage("--measure runs on --device this with a GGUF file (`ternbench model synth` writes one)");
+    if (o.measure && kv != TB_TYPE_F16 && kv != TB_TYPE_F32) return usage("--measure needs --kv-type f16 or f32");
 
     tb_geometry_t *g;
     int rc = load_geometry(o.model, o.type, &g);
     if (rc) return rc;
     cl_device_t d;
     if ((rc = cl_device_find(cl_devices_dir(o.devdir), o.device, &d))) { tb_geometry_free(g); return rc; }
+    if (d.bw_measured) {   /* `this` runs ternbench's own engine on the CPU */
+        if (!o.backend) o.backend = "cpu";
+        if (!o.runtime) o.runtime = "ternbench";
+    }
     cl_calib_t c = {0};
     if ((rc = load_calib(&o, &c))) { cl_calib_free(&c); tb_geometry_free(g); return rc; }
 
@@ -272,6 +285,12 @@ int cmd_claim(int argc, char **argv) {
             x->fitted = cl_fit(&c, &q, -1, &x->fit) == 0;
             if (x->fitted) { x->lo = x->roof * x->fit.lo; x->hi = x->roof * x->fit.hi; }
             if (o.claimed > 0) judge(x, o.claimed, d.bw_gbps);
+            if (o.measure && !x->head.centroids &&
+                (rc = cl_measure(o.model, x->ctx, o.measure_tokens, o.threads, (int)kv, &x->measured))) {
+                cl_calib_free(&c);
+                tb_geometry_free(g);
+                return rc;
+            }
             nk++;
         }
     /* time to first token: compute bound (sourced FP16 rate) and one pass over the weights */
@@ -339,6 +358,9 @@ int cmd_claim(int argc, char **argv) {
             if (k[i].verdict)
                 printf(", \"verdict\": \"%s\", \"needed_fraction\": %.4f, \"implied_gbps\": %.3f, \"implied_pct_peak\": %.2f",
                        k[i].verdict, k[i].need, k[i].implied, 100 * k[i].need);
+            if (k[i].measured > 0)
+                printf(", \"measured_tok_s\": %.3f, \"measured_efficiency\": %.4f", k[i].measured,
+                       k[i].measured / k[i].roof);
             printf("}");
         }
         printf("]}\n");
@@ -365,6 +387,12 @@ int cmd_claim(int argc, char **argv) {
             else snprintf(pj, sizeof pj, "-");
             printf("%-6d %-26s %10.2f %10.1f %22s", k[i].ctx, hl, (double)k[i].b.total / 1e6, k[i].roof, pj);
             if (k[i].verdict) printf("  %6.1f  %s: %s", 100 * k[i].need, k[i].verdict, k[i].why);
+            if (k[i].measured > 0)
+                printf("  measured %.2f tok/s (%.0f %% of the roofline, %s the projection)", k[i].measured,
+                       100 * k[i].measured / k[i].roof, !k[i].fitted ? "no" : k[i].measured < k[i].lo ? "below"
+                       : k[i].measured > k[i].hi ? "above" : "inside");
+            else if (o.measure)
+                printf("  not measured (the engine runs the exact head)");
             printf("\n");
         }
         if (o.claimed > 0)

@@ -153,11 +153,37 @@ static void test_devices_list(void **st) {
     res_free(&r);
 }
 
+/* --measure on `this` with a small synthesized file: the measured speed is
+ * printed beside the projection (its value is not checked: timing). */
+static void test_measure(void **st) {
+    (void)st;
+    fixtures();
+    char model[300];
+    e2e_path(model, sizeof model, "tiny.gguf");
+    const char *s[] = {"model", "synth", "--preset", "llama-tiny", "--out", model, NULL};
+    e2e_res_t r = run(s);
+    assert_int_equal(r.status, 0);
+    res_free(&r);
+    setenv("TB_THIS_GBPS", "10", 1);
+    const char *a[] = {"claim", "--model", model, "--device", "this", "--measure", "--measure-tokens", "4",
+                       "--ctx", "8", "--head", "exact", "--calibration", calib, "--devices", devdir, "--json", NULL};
+    r = run(a);
+    assert_int_equal(r.status, 0);
+    assert_non_null(strstr(r.out, "\"measured_tok_s\": "));
+    assert_non_null(strstr(r.out, "\"bandwidth_gbps\": 10"));
+    res_free(&r);
+    const char *b[] = {"claim", "--model", "llama-2-7b", "--device", "fx", "--measure", "--devices", devdir,
+                       "--calibration", calib, NULL};
+    expect_error(b, "--measure runs on --device this");
+    unsetenv("TB_THIS_GBPS");
+}
+
 int main(int argc, char **argv) {
     if (e2e_init(argc, argv, "claim")) return 1;
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_loo_known_answer), cmocka_unit_test(test_verdicts),
         cmocka_unit_test(test_bad_input),        cmocka_unit_test(test_devices_list),
+        cmocka_unit_test(test_measure),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     e2e_cleanup();
