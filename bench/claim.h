@@ -16,7 +16,7 @@ typedef struct cl_device {
     char id[48], name[96], cls[16], soc[64], cpu[96], gpu[96], memory[64];
     double ram_gb;                       /* largest configuration, 0 unknown */
     double bw_gbps;                      /* nominal peak read bandwidth      */
-    char bw_source[256], bw_read[16], bw_note[320];
+    char bw_source[320], bw_read[20], bw_note[320];
     bool bw_estimate, bw_measured;       /* measured: `this`, by the probe   */
     double fp16_tflops;                  /* 0: no sourced figure             */
     char fp16_source[256], fp16_note[160];
@@ -37,11 +37,15 @@ const char *cl_devices_dir(const char *flag);
 int cl_device_load(const char *path, cl_device_t *d);
 /* Every *.ini of dir, sorted by id; *out is malloc'd. 2 on a bad file. */
 int cl_devices_load_all(const char *dir, cl_device_t **out, int *n);
-/* Profile `id` from dir, or `this` (the running machine, its bandwidth
- * probed with every online CPU, or taken from $TB_THIS_GBPS when set).
+/* Profile `id` from dir, or `this` (the running machine, cl_device_this).
  * 0, 2 for an unknown id or a bad file (message printed), 1 if the probe
  * failed. */
 int cl_device_find(const char *dir, const char *id, cl_device_t *d);
+/* `this`: $TB_THIS_GBPS if set; else (unless probe) the bandwidth an earlier
+ * probe stored for this host in $TB_CACHE_DIR (or $XDG_CACHE_HOME/ternbench,
+ * ~/.cache/ternbench)/this-bandwidth.ini; else probed now and stored there.
+ * 0, 2 on a bad TB_THIS_GBPS, 1 if the probe failed. */
+int cl_device_this(cl_device_t *d, bool probe);
 
 /* ---- calibration table ------------------------------------------------- */
 

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #ifndef TB_DEVICES_SRC_DIR
@@ -117,7 +118,7 @@ unknown:
 
 int cl_device_load(const char *path, cl_device_t *d) {
     memset(d, 0, sizeof *d);
-    snprintf(d->path, sizeof d->path, "%s", path);
+    snprintf(d->path, sizeof d->path, "%.500s", path);
     FILE *f = fopen(path, "r");
     if (!f) {
         fprintf(stderr, "ternbench: %s: %s\n", path, strerror(errno));
@@ -181,7 +182,54 @@ int cl_devices_load_all(const char *dir, cl_device_t **out, int *n) {
     return 0;
 }
 
-static int device_this(cl_device_t *d) {
+/* Where `this`'s probed bandwidth is kept between runs: $TB_CACHE_DIR, else
+ * $XDG_CACHE_HOME/ternbench, else ~/.cache/ternbench. */
+static void store_path(char *buf, size_t cap) {
+    const char *e;
+    if ((e = getenv("TB_CACHE_DIR")) && *e) snprintf(buf, cap, "%s/this-bandwidth.ini", e);
+    else if ((e = getenv("XDG_CACHE_HOME")) && *e) snprintf(buf, cap, "%s/ternbench/this-bandwidth.ini", e);
+    else snprintf(buf, cap, "%s/.cache/ternbench/this-bandwidth.ini", (e = getenv("HOME")) && *e ? e : ".");
+}
+
+typedef struct stored { double gbps; int threads; char when[32], host[64]; } stored_t;
+
+static int stored_handler(void *ud, const char *sec, const char *k, const char *v) {
+    stored_t *st = ud;
+    if (strcmp(sec, "bandwidth")) return 1;
+    if (!strcmp(k, "peak_gbps")) st->gbps = strtod(v, NULL);
+    else if (!strcmp(k, "threads")) st->threads = atoi(v);
+    else if (!strcmp(k, "measured")) snprintf(st->when, sizeof st->when, "%s", v);
+    else if (!strcmp(k, "host")) snprintf(st->host, sizeof st->host, "%s", v);
+    return 1;
+}
+
+static void this_host(char *buf, size_t cap) {
+    if (gethostname(buf, cap) != 0) snprintf(buf, cap, "unknown");
+    buf[cap - 1] = '\0';
+}
+
+/* Write the probe's result next to where it is read from (tmp + rename). */
+static void store_write(double gbps, int threads, const char *when) {
+    char path[1024], tmp[1100], host[64];
+    store_path(path, sizeof path);
+    this_host(host, sizeof host);
+    for (char *q = path + 1; *q; q++)   /* create the directories on the way */
+        if (*q == '/') { *q = '\0'; mkdir(path, 0777); *q = '/'; }
+    snprintf(tmp, sizeof tmp, "%s.%ld.tmp", path, (long)getpid());
+    FILE *f = fopen(tmp, "w");
+    if (!f) {
+        fprintf(stderr, "ternbench: note: cannot store the probed bandwidth in %s: %s\n", path, strerror(errno));
+        return;
+    }
+    fprintf(f, "# this machine's read bandwidth, written by ternbench (devices probe)\n[bandwidth]\n"
+               "peak_gbps = %.3f\nthreads = %d\nmeasured = %s\nhost = %s\n", gbps, threads, when, host);
+    if (fclose(f) != 0 || rename(tmp, path) != 0) {
+        fprintf(stderr, "ternbench: note: cannot store the probed bandwidth in %s: %s\n", path, strerror(errno));
+        unlink(tmp);
+    }
+}
+
+int cl_device_this(cl_device_t *d, bool probe) {
     memset(d, 0, sizeof *d);
     snprintf(d->id, sizeof d->id, "this");
     snprintf(d->name, sizeof d->name, "this machine");
@@ -190,7 +238,6 @@ static int device_this(cl_device_t *d) {
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     int threads = cpus < 1 ? 1 : cpus > 64 ? 64 : (int)cpus;
     snprintf(d->cpu, sizeof d->cpu, "%d online CPUs", threads);
-    snprintf(d->bw_read, sizeof d->bw_read, "now");
     d->bw_measured = true;
     const char *e = getenv("TB_THIS_GBPS");
     if (e && *e) {
@@ -199,16 +246,44 @@ static int device_this(cl_device_t *d) {
             return 2;
         }
         snprintf(d->bw_source, sizeof d->bw_source, "TB_THIS_GBPS (given, not measured)");
+        snprintf(d->bw_read, sizeof d->bw_read, "now");
         return 0;
     }
+    char path[512], host[64];
+    store_path(path, sizeof path);
+    this_host(host, sizeof host);
+    stored_t st = {0};
+    FILE *f = probe ? NULL : fopen(path, "r");
+    if (f) {
+        ini_parse_file(f, stored_handler, &st);
+        fclose(f);
+        if (st.gbps > 0 && st.when[0] && !strcmp(st.host, host)) {
+            d->bw_gbps = st.gbps;
+            snprintf(d->bw_read, sizeof d->bw_read, "%.19s", st.when);
+            snprintf(d->bw_source, sizeof d->bw_source,
+                     "stored by an earlier probe (tb_bandwidth_probe, %d threads, 256 MiB, best of 5) in %.150s; "
+                     "`ternbench devices probe` measures again", st.threads, path);
+            snprintf(d->path, sizeof d->path, "%.500s", path);
+            return 0;
+        }
+    }
     if (cmd_probe(threads, &d->bw_gbps)) return 1;
+    time_t now = time(NULL);
+    struct tm tm;
+    gmtime_r(&now, &tm);
+    char when[32];
+    strftime(when, sizeof when, "%Y-%m-%dT%H:%MZ", &tm);
+    snprintf(d->bw_read, sizeof d->bw_read, "%.19s", when);
     snprintf(d->bw_source, sizeof d->bw_source,
-             "measured now: tb_bandwidth_probe, %d threads, 256 MiB, best of 5 (as `ternbench bandwidth`)", threads);
+             "measured now: tb_bandwidth_probe, %d threads, 256 MiB, best of 5 (as `ternbench bandwidth`); stored in %.150s",
+             threads, path);
+    store_write(d->bw_gbps, threads, when);
+    snprintf(d->path, sizeof d->path, "%.500s", path);
     return 0;
 }
 
 int cl_device_find(const char *dir, const char *id, cl_device_t *d) {
-    if (!strcmp(id, "this")) return device_this(d);
+    if (!strcmp(id, "this")) return cl_device_this(d, false);
     cl_device_t *v;
     int n, rc = cl_devices_load_all(dir, &v, &n);
     if (rc) return rc;

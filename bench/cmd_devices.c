@@ -95,6 +95,7 @@ static void device_text(const cl_device_t *d) {
 static int usage(void) {
     fprintf(stderr, "usage: ternbench devices [--json] [--devices DIR]\n"
                     "       ternbench devices show ID|this [--json] [--devices DIR]\n"
+                    "       ternbench devices probe [--json]   measure this machine's bandwidth and store it\n"
                     "  the profiles live in DIR, else $TB_DEVICES_DIR, else the shipped devices/ folder\n");
     return 2;
 }
@@ -103,7 +104,12 @@ int cmd_devices(int argc, char **argv) {
     bool json = false;
     const char *dirflag = NULL, *show = NULL;
     int i = 1;
-    if (i < argc && !strcmp(argv[i], "show")) {
+    bool probe = false;
+    if (i < argc && !strcmp(argv[i], "probe")) {
+        probe = true;
+        show = "this";
+        i++;
+    } else if (i < argc && !strcmp(argv[i], "show")) {
         if (i + 1 >= argc) return usage();
         show = argv[i + 1];
         i += 2;
@@ -116,7 +122,7 @@ int cmd_devices(int argc, char **argv) {
     const char *dir = cl_devices_dir(dirflag);
     if (show) {
         cl_device_t d;
-        int rc = cl_device_find(dir, show, &d);
+        int rc = probe ? cl_device_this(&d, true) : cl_device_find(dir, show, &d);
         if (rc) return rc;
         if (json) { device_json(&d); printf("\n"); }
         else device_text(&d);

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static char devdir[300], calib[300], loo[300];
 
@@ -178,12 +179,37 @@ static void test_measure(void **st) {
     unsetenv("TB_THIS_GBPS");
 }
 
+/* `this` reuses the bandwidth an earlier probe stored for this host in
+ * $TB_CACHE_DIR (the e2e helpers point it into the temporary directory). */
+static void test_this_stored(void **st) {
+    (void)st;
+    char host[64], text[256], dir[400];
+    if (gethostname(host, sizeof host) != 0) snprintf(host, sizeof host, "unknown");
+    host[sizeof host - 1] = '\0';
+    snprintf(dir, sizeof dir, "mkdir -p %s", getenv("TB_CACHE_DIR"));
+    assert_int_equal(system(dir), 0);
+    snprintf(text, sizeof text, "[bandwidth]\npeak_gbps = 12.5\nthreads = 2\nmeasured = 2026-01-01T00:00Z\nhost = %s\n", host);
+    char path[600];
+    snprintf(path, sizeof path, "%s/this-bandwidth.ini", getenv("TB_CACHE_DIR"));
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+    const char *a[] = {"devices", "show", "this", "--json", NULL};
+    e2e_res_t r = run(a);
+    assert_int_equal(r.status, 0);
+    assert_non_null(strstr(r.out, "\"bandwidth_gbps\": 12.5"));
+    assert_non_null(strstr(r.out, "stored by an earlier probe"));
+    res_free(&r);
+    remove(path);
+}
+
 int main(int argc, char **argv) {
     if (e2e_init(argc, argv, "claim")) return 1;
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_loo_known_answer), cmocka_unit_test(test_verdicts),
         cmocka_unit_test(test_bad_input),        cmocka_unit_test(test_devices_list),
-        cmocka_unit_test(test_measure),
+        cmocka_unit_test(test_measure),          cmocka_unit_test(test_this_stored),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     e2e_cleanup();
