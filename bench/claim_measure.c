@@ -31,7 +31,7 @@ int cl_measure(const char *gguf, int ctx, int n_tokens, int threads, int kv, dou
         rc = 1;
         goto done;
     }
-    for (int i = 0; i < ctx; i++) ids[i] = 1 + (int32_t)((i * 7919) % (nv > 1 ? nv - 1 : 1));
+    for (int i = 0; i < ctx; i++) ids[i] = 1 + (int32_t)(((int64_t)i * 7919) % (nv > 1 ? nv - 1 : 1));
     int32_t t = 1 % nv;
     if ((ctx > 0 && tb_session_eval(s, ids, ctx, false) != TB_OK) || tb_session_eval(s, &t, 1, false) != TB_OK) {
         fprintf(stderr, "ternbench claim --measure: %s\n", tb_last_error());
