@@ -85,6 +85,7 @@ unsigned long long cl_calib_hash(const cl_calib_t *c);
 typedef struct cl_query {
     const char *runtime, *backend, *cls;   /* NULL: unknown (matches any)   */
     const char *device;                    /* rows of this device weigh more */
+    const char *model, *type;              /* ... and rows of this preset and layout */
     double bw_gbps, bpw;
     int ctx;                               /* -1: unknown                   */
 } cl_query_t;

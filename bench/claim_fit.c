@@ -22,18 +22,19 @@ static double SIG_BPW = 0.35;   /* bits per weight                             *
 static double SIG_CTX = 0.7;    /* log(1 + ctx / 512)                          */
 static double W_CLASS = 0.35;   /* weight factor for another device class      */
 static double W_DEVICE = 10.0;  /* weight factor for the same device           */
-static double Q_LO = 0.15, Q_HI = 0.85;
-static double PAD0 = 0.0;       /* log-units added each side ...               */
-static double PAD1 = 0.20;      /* ... plus this over sqrt(effective rows)     */
+static double W_MODEL = 1.0;    /* weight factor for the same model and layout */
+static double Q_LO = 0.25, Q_HI = 0.75;
+static double PAD0 = 0.12;      /* log-units added each side ...               */
+static double PAD1 = 0.10;      /* ... plus this over sqrt(effective rows)     */
 #define MIN_ROWS 4              /* fewest rows a runtime+backend basis needs   */
 
 static void tune_from_env(void) {
     static int done;
     if (done) return;
     done = 1;
-    const char *e = getenv("TB_CLAIM_TUNE");   /* development aid: 9 numbers */
-    if (e) sscanf(e, "%lf %lf %lf %lf %lf %lf %lf %lf %lf", &SIG_BW, &SIG_BPW, &SIG_CTX, &W_CLASS, &W_DEVICE,
-                  &Q_LO, &Q_HI, &PAD0, &PAD1);
+    const char *e = getenv("TB_CLAIM_TUNE");   /* the method's constants, to study it: 10 numbers */
+    if (e) sscanf(e, "%lf %lf %lf %lf %lf %lf %lf %lf %lf %lf", &SIG_BW, &SIG_BPW, &SIG_CTX, &W_CLASS, &W_DEVICE,
+                  &Q_LO, &Q_HI, &PAD0, &PAD1, &W_MODEL);
 }
 
 typedef struct wv { double v, w; int i; } wv_t;
@@ -87,6 +88,7 @@ int cl_fit(const cl_calib_t *c, const cl_query_t *q, int skip, cl_fit_t *out) {
             double w = exp(-0.5 * (d1 * d1 + d2 * d2 + d3 * d3));
             if (q->cls && strcmp(q->cls, r->cls)) w *= W_CLASS;
             if (q->device && !strcmp(q->device, r->device)) w *= W_DEVICE;
+            if (q->model && q->type && !strcmp(q->model, r->model) && !strcmp(q->type, r->type)) w *= W_MODEL;
             s[n++] = (wv_t){log(r->eff), w + 1e-6, i};
         }
         how = level == 0 ? (q->runtime || q->backend ? "same runtime and backend" : "any runtime and backend")
@@ -130,7 +132,7 @@ int cl_loo(const cl_calib_t *c, cl_loo_t *out, bool verbose) {
     if (!hw) return 1;
     for (int i = 0; i < c->n; i++) {
         const cl_row_t *r = &c->rows[i];
-        cl_query_t q = {r->runtime, r->backend, r->cls, r->device, r->bw_gbps, r->bpw, r->ctx};
+        cl_query_t q = {r->runtime, r->backend, r->cls, r->device, r->model, r->type, r->bw_gbps, r->bpw, r->ctx};
         cl_fit_t f;
         if (cl_fit(c, &q, i, &f) != 0) {
             if (verbose)

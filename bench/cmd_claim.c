@@ -267,7 +267,7 @@ int cmd_claim(int argc, char **argv) {
     cond_t k[MAX_COND];
     int nk = 0;
     double bpw = geom_bpw(g);
-    cl_query_t q = {o.runtime, o.backend, d.cls, d.id, d.bw_gbps, bpw, -1};
+    cl_query_t q = {o.runtime, o.backend, d.cls, d.id, g->name, g->weights, d.bw_gbps, bpw, -1};
     for (int hi = 0; hi < n_head; hi++)
         for (int ci = 0; ci < n_ctx; ci++) {
             cond_t *x = &k[nk];

@@ -67,6 +67,12 @@ static const preset_t presets[] = {
                "ffn 11008, vocab 32000; https://huggingface.co/meta-llama/Llama-2-7b-hf (read 2026-12-03)",
      .n_layer = 32, .n_embd = 4096, .n_head = 32, .n_head_kv = 32, .head_dim = 128, .n_ff = 11008,
      .n_vocab = 32000},
+    {.name = "mistral-7b", .layout = "q4_0",
+     .source = "mistralai/Mistral-7B-v0.1 config.json: 32 layers, 4096 wide, 32/8 heads of 128, "
+               "ffn 14336, vocab 32000; its 4096-position sliding window is not applied (llama.cpp runs "
+               "it as llama); https://huggingface.co/mistralai/Mistral-7B-v0.1 (read 2026-12-03)",
+     .n_layer = 32, .n_embd = 4096, .n_head = 32, .n_head_kv = 8, .head_dim = 128, .n_ff = 14336,
+     .n_vocab = 32000},
     {.name = "llama-3.2-1b", .layout = "q4_k",
      .source = "meta-llama/Llama-3.2-1B config.json: 16 layers, 2048 wide, 32/8 heads of 64, "
                "ffn 8192, vocab 128256, tied; https://huggingface.co/meta-llama/Llama-3.2-1B (read 2026-12-03)",
@@ -117,7 +123,7 @@ static const preset_t presets[] = {
 };
 
 static const char *const preset_names[] = {
-    "maple-preview", "maple-preview-mlx", "bitnet-b1.58-2b4t", "llama-2-7b", "llama-3.2-1b",
+    "maple-preview", "maple-preview-mlx", "bitnet-b1.58-2b4t", "llama-2-7b", "mistral-7b", "llama-3.2-1b",
     "llama-3.2-3b", "llama-3.1-8b", "qwen3-0.6b", "qwen3-4b", "qwen2.5-1.5b", "gpt-oss-20b", "qwen3.6-27b", NULL,
 };
 

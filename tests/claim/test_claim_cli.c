@@ -45,11 +45,11 @@ static void fixtures(void) {
 
 /* Five rows alike in everything (same device, model, context: equal
  * weights), efficiencies e, e, e, e, 3e. Leaving out an e row, the other
- * four give the 15th percentile ln e and the 85th ln e + 0.9 ln 3 (centred
- * cumulative weights 1/8, 3/8, 5/8, 7/8), padded by 0.2 / sqrt(4) = 0.1:
- * [e^-0.1, 3^0.9 e^0.1] x e holds e, half-width 0.533. Leaving out 3e,
- * the interval is e x [e^-0.1, e^0.1]: 3e is outside, half-width
- * tanh(0.1) = 0.0997. Coverage 4/5, median half-width 53.3 %. */
+ * four give the 25th percentile ln e and the 75th ln e + 0.5 ln 3 (centred
+ * cumulative weights 1/8, 3/8, 5/8, 7/8), padded by 0.12 + 0.1 / sqrt(4) =
+ * 0.17: [e^-0.17, sqrt(3) e^0.17] x e holds e, half-width 0.4175. Leaving
+ * out 3e, the interval is e x [e^-0.17, e^0.17]: 3e is outside, half-width
+ * tanh(0.17) = 0.168. Coverage 4/5, median half-width 41.7 %. */
 static void test_loo_known_answer(void **st) {
     (void)st;
     fixtures();
@@ -57,7 +57,7 @@ static void test_loo_known_answer(void **st) {
     e2e_res_t r = run(a);
     assert_int_equal(r.status, 0);
     assert_non_null(strstr(r.out, "over 5 rows"));
-    assert_non_null(strstr(r.out, "coverage 80.0 % (4 of 5 inside), median half-width 53.3 %"));
+    assert_non_null(strstr(r.out, "coverage 80.0 % (4 of 5 inside), median half-width 41.7 %"));
     res_free(&r);
 }
 
