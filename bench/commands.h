@@ -26,6 +26,8 @@ int cmd_metrics(int argc, char **argv);      /* the metric registry         */
 int cmd_count(int argc, char **argv);        /* cmd_count.c: callgrind counts */
 int cmd_compare(int argc, char **argv);      /* cmd_compare.c: verdicts       */
 int cmd_ab(int argc, char **argv);           /* cmd_ab.c: two builds in turns */
+int cmd_devices(int argc, char **argv);     /* devices [show ID]           */
+int cmd_claim(int argc, char **argv);       /* claim ..., claim calibrate  */
 
 /* Print s to stdout as a JSON string (quoted, escaped); cmd_results.c. */
 void cmd_json_str(const char *s);

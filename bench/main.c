@@ -29,6 +29,8 @@ static const struct {
     {"count",      cmd_count,      "[-m F.gguf | --kernels] [--baseline FILE] [--json]  instructions per token and kernel (callgrind)"},
     {"compare",    cmd_compare,    "--base SEL --cand SEL [--db FILE] [--threshold PCT] [--md]  verdicts between recorded runs"},
     {"ab",         cmd_ab,         "--base BIN_A --cand BIN_B [-r R] [--db FILE] -- [bench args]  A/B two builds, then compare"},
+    {"devices",    cmd_devices,    "[--json] | show ID|this  device profiles (bandwidth, compute, sources)"},
+    {"claim",      cmd_claim,      "--model M --device D [--claimed TOK_S] ...  roofline, projection, verdict"},
     {"report",     cmd_report,     "[--db PATH] [--run ID...|--tag K=V|--last N] --out DIR  plots and tables"},
 };
 

@@ -468,6 +468,7 @@ typedef struct tb_bytes_per_token {
     uint64_t output;        /* the output head                              */
     uint64_t kv;            /* K and V read (sliding layers capped at n_swa) */
     uint64_t total;
+    int32_t head_approx;    /* 1: output counts an approximate head's rows   */
 } tb_bytes_per_token_t;
 
 /* Load with default parameters (TB_WEIGHTS_COPY). */
@@ -491,6 +492,82 @@ int32_t tb_model_n_vocab(const tb_model_t *m);
 int  tb_model_bytes_per_token(const tb_model_t *m, int32_t ctx, tb_type_t kv_type,
                               tb_bytes_per_token_t *out);
 const tb_gguf_t *tb_model_gguf(const tb_model_t *m);
+
+/* ===================================================================== */
+/* Geometry: what a decoded token reads, from a file or from a preset      */
+/* ===================================================================== */
+
+/* A model's tensor table and the hyper-parameters that size its KV cache:
+ * enough to count the bytes a decoded token reads and the FLOPs a prompt
+ * token costs, without the weights. Built from a loaded model
+ * (tb_geometry_from_model) or from a named preset (tb_geometry_preset);
+ * both go through tb_geometry_bytes_per_token, the one account of bytes per
+ * token (tb_model_bytes_per_token calls it). Tensor roles come from the
+ * ggml names: token_embd, output (absent: tied to token_embd), *_exps
+ * (expert stacks), everything else read in full. */
+typedef struct tb_geom_tensor {
+    char name[64];
+    uint64_t nbytes;        /* bytes of the whole tensor                     */
+    int64_t n_params;
+} tb_geom_tensor_t;
+
+typedef enum tb_layer_kind {
+    TB_LAYER_FULL = 0,      /* attends to every position                     */
+    TB_LAYER_SLIDING = 1,   /* attends to the last n_swa positions           */
+    TB_LAYER_RECURRENT = 2, /* linear attention: a fixed state, no KV cache   */
+} tb_layer_kind_t;
+
+typedef struct tb_geometry {
+    char name[64];          /* preset or general.name                        */
+    char weights[48];       /* weight layout label ("tq2_0", "mlx-4bit", ...) */
+    int32_t n_layer, n_embd, n_head, n_head_kv, head_dim, n_vocab;
+    int32_t n_expert, n_expert_used;   /* 0, 0 for dense models              */
+    int32_t n_swa;          /* sliding window (0: none)                      */
+    uint64_t state_bytes;   /* bytes of one recurrent layer's state, read and
+                               written once per token (0: none)              */
+    uint8_t *layer_kind;    /* (n_layer) tb_layer_kind_t                     */
+    int64_t n_tensors;
+    tb_geom_tensor_t *tensors;  /* (n_tensors)                               */
+} tb_geometry_t;
+
+/* The head a decode step evaluates. centroids == 0: the exact head (every
+ * row of output). Otherwise an approximate, clustered head as FlashHead
+ * does: `centroids` centroid rows are scored, then the rows of the `probes`
+ * best clusters (each n_vocab / centroids rows, rounded up), all in the
+ * head's own type. */
+typedef struct tb_head_opts {
+    int32_t centroids;
+    int32_t probes;
+} tb_head_opts_t;
+
+/* Bytes read per decoded token at context `ctx` (see tb_model_bytes_per_token
+ * for the terms); head NULL or centroids 0 is the exact head, otherwise the
+ * output term counts only the approximate head's rows (out->head_approx = 1).
+ * kv_type is any type whose rows of head_dim elements it can hold (f32, f16,
+ * bf16, q8_0, q4_0); recurrent layers add 2 * state_bytes (read and write)
+ * to the kv term whatever the context. TB_ERR_ARG on negative ctx, bad head
+ * options or a KV type that does not fit. */
+int tb_geometry_bytes_per_token(const tb_geometry_t *g, int32_t ctx, tb_type_t kv_type,
+                                const tb_head_opts_t *head, tb_bytes_per_token_t *out);
+/* FLOPs of the forward pass over a prompt of n_prompt tokens (batched
+ * prefill): 2 per multiply-add of every weight a token touches (active
+ * experts only, the embedding lookup excluded, the head included) plus the
+ * attention scores and weighted sums, 4 * n_head * head_dim per attended
+ * position per layer (sliding layers capped at n_swa, none on recurrent
+ * layers). */
+int tb_geometry_prefill_flops(const tb_geometry_t *g, int32_t n_prompt, double *flops);
+/* The geometry of a loaded model (its own tensor table); caller frees. */
+int tb_geometry_from_model(const tb_model_t *m, tb_geometry_t **out);
+/* The geometry of preset `name` with weight layout `weights` (NULL: the
+ * preset's default). TB_ERR_NOT_FOUND for an unknown preset, TB_ERR_ARG for
+ * an unknown layout. */
+int tb_geometry_preset(const char *name, const char *weights, tb_geometry_t **out);
+void tb_geometry_free(tb_geometry_t *g);
+/* NULL-terminated preset names; and each one's description with its sources. */
+const char *const *tb_geometry_presets(void);
+const char *tb_geometry_preset_source(const char *name);
+/* NULL-terminated weight layout names accepted by tb_geometry_preset. */
+const char *const *tb_geometry_layouts(void);
 const tb_tokenizer_t *tb_model_tokenizer(const tb_model_t *m);
 
 /* ===================================================================== */
