@@ -22,6 +22,8 @@ int cmd_list(int argc, char **argv);
 int cmd_show(int argc, char **argv);
 int cmd_export(int argc, char **argv);
 int cmd_report(int argc, char **argv);
+int cmd_import(int argc, char **argv);       /* import FILE (llama-bench, mlx-lm) */
+int cmd_merge(int argc, char **argv);        /* merge A.db ... --into ALL.db  */
 
 /* Print s to stdout as a JSON string (quoted, escaped); cmd_results.c. */
 void cmd_json_str(const char *s);

@@ -25,6 +25,8 @@ static const struct {
     {"list",       cmd_list,       "[--db PATH]  list recorded runs"},
     {"show",       cmd_show,       "RUN [--db PATH]  one run in detail"},
     {"export",     cmd_export,     "[--format csv|json|md] [--run ID...]  export measurements"},
+    {"import",     cmd_import,     "FILE [--format F] [--db PATH]  import llama-bench / mlx-lm results as runs"},
+    {"merge",      cmd_merge,      "A.db B.db ... --into ALL.db  merge results databases (runs keyed by uuid)"},
     {"report",     cmd_report,     "[--db PATH] [--run ID...|--tag K=V|--last N] --out DIR  plots and tables"},
 };
 
