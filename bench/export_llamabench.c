@@ -145,7 +145,7 @@ static void print_json_row(const lb_row_t *o, int first) {
     }
     json_object_set_new(j, "samples_ns", ns);
     json_object_set_new(j, "samples_ts", ts);
-    char *s = json_dumps(j, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17));
+    char *s = json_dumps(j, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(15));
     json_decref(j);
     if (!s) return;
     /* indent the object by two spaces inside the array, as llama-bench does */
