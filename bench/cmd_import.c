@@ -11,7 +11,8 @@
  * How a row maps (docs/peers.md has the full table):
  *   runs: engine, engine_version "b<build_number> (<build_commit>)",
  *         threads = n_threads, isa = backends, kv_type = type_k,
- *         started_utc = ended_utc = test_time, status complete, pid 0,
+ *         started_utc = ended_utc = test_time ("unknown" without one),
+ *         status complete, pid 0,
  *         record_tokens 0, import_id -> imports
  *   hosts / builds / models / scenarios: rows whose fingerprint or hash
  *         starts with "peer:", from cpu_info+gpu_info, build_commit+number+
@@ -285,7 +286,8 @@ static int import_row(import_ctx *c, const tb_peer_row_t *r, int idx) {
     if (tb_peer_get(r, "engine_version")) snprintf(ver, sizeof ver, "%s", tb_peer_get(r, "engine_version"));
     else if (tb_peer_get(r, "build_number") || tb_peer_get(r, "build_commit"))
         snprintf(ver, sizeof ver, "b%s (%s)", get_or(r, "build_number", "?"), get_or(r, "build_commit", "?"));
-    const char *when = get_or(r, "test_time", c->utc);
+    /* md and mlx-lm rows carry no time: recorded as unknown, not as the import's */
+    const char *when = get_or(r, "test_time", "unknown");
     char kv[32];
     snprintf(kv, sizeof kv, "%s", get_or(r, "type_k", ""));
     if (tb_peer_sql(c->db, NULL, "INSERT INTO runs (uuid, started_utc, ended_utc, status, pid, host_id,"
@@ -296,8 +298,9 @@ static int import_row(import_ctx *c, const tb_peer_row_t *r, int idx) {
                     ver[0] ? ver : NULL, c->import_id) ||
         tb_peer_sql(c->db, &run, "SELECT id FROM runs WHERE uuid = ?", "t", uuid))
         return sql_fail(c, "run");
-    if (tb_peer_sql(c->db, NULL, "INSERT INTO run_tags (run_id, key, value) VALUES (?, 'import.format', ?),"
-                    " (?, 'import.file', ?)", "itit", run, tb_peer_fmt_name(c->fmt), run, c->path))
+    /* the file's path is in imports; a tag would differ between two imports of one file */
+    if (tb_peer_sql(c->db, NULL, "INSERT INTO run_tags (run_id, key, value) VALUES (?, 'import.format', ?)",
+                    "it", run, tb_peer_fmt_name(c->fmt)))
         return sql_fail(c, "tags");
     const kind_t k = row_kind(np, ng);
     char label[96];

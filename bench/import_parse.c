@@ -241,29 +241,26 @@ static int json_row(json_t *o, tb_peer_rows_t *rows, int line, char *err, size_t
     return check_row(r, err, cap);
 }
 
-/* Line of each top-level array element's start, in order: (n,) */
+/* Line of each top-level array element's first character, in order: (n,) */
 static int element_lines(const char *t, size_t len, int *lines, int max) {
-    int depth = 0, line = 1, n = 0, in_str = 0;
+    int depth = 0, line = 1, n = 0, in_str = 0, expect = 0;
     for (size_t i = 0; i < len; i++) {
-        char c = t[i];
+        const char c = t[i];
         if (c == '\n') line++;
         if (in_str) {
             if (c == '\\') i++;
             else if (c == '"') in_str = 0;
             continue;
         }
-        if (c == '"') in_str = 1;
-        else if (c == '[' || c == '{') {
-            if (depth == 1 && n < max) lines[n++] = line;
-            depth++;
-        } else if (c == ']' || c == '}') depth--;
-        else if (depth == 1 && !isspace((unsigned char)c) && c != ',' && n < max &&
-                 (i == 0 || t[i - 1] == ',' || t[i - 1] == '[' || isspace((unsigned char)t[i - 1]))) {
-            /* a scalar element: count it once, at its first character */
-            size_t j = i;
-            while (j > 0 && isspace((unsigned char)t[j - 1])) j--;
-            if (j > 0 && (t[j - 1] == ',' || t[j - 1] == '[')) lines[n++] = line;
+        if (isspace((unsigned char)c)) continue;
+        if (depth == 1 && expect && c != ']') {
+            if (n < max) lines[n++] = line;
+            expect = 0;
         }
+        if (c == '"') in_str = 1;
+        else if (c == '[' || c == '{') { depth++; if (depth == 1) expect = 1; }
+        else if (c == ']' || c == '}') depth--;
+        else if (c == ',' && depth == 1) expect = 1;
     }
     return n;
 }

@@ -322,6 +322,34 @@ static void test_merge(void **state) {
     e2e_res_free(&r);
 }
 
+/* One file imported on two devices (from different paths) is the same runs there. */
+static void test_merge_same_import(void **state) {
+    (void)state;
+    char f[1200], cp[512], a[512], b[512], x[512];
+    fixture(f, sizeof f, "llama-bench.md");
+    size_t n;
+    FILE *in = fopen(f, "rb");
+    assert_non_null(in);
+    char buf[8192];
+    n = fread(buf, 1, sizeof buf - 1, in);
+    fclose(in);
+    buf[n] = '\0';
+    e2e_write("copy-of.md", buf, n);
+    e2e_path(cp, sizeof cp, "copy-of.md");
+    e2e_path(a, sizeof a, "s-a.db");
+    e2e_path(b, sizeof b, "s-b.db");
+    e2e_path(x, sizeof x, "s-all.db");
+    import_ok(f, a, NULL);
+    import_ok(cp, b, "llama-bench-md");
+    e2e_res_t r;
+    run_expect(0, "merge same", (const char *const[]){"merge", a, b, "--into", x, NULL}, &r);
+    assert_non_null(strstr(r.out, "0 runs added, 2 already present"));
+    e2e_res_free(&r);
+    assert_int_equal(q_int(x, "SELECT count(*) FROM runs"), 2);
+    /* md rows carry no time: recorded as unknown */
+    assert_int_equal(q_int(x, "SELECT count(*) FROM runs WHERE started_utc = 'unknown'"), 2);
+}
+
 static void test_merge_conflict(void **state) {
     (void)state;
     char a[512], a2[512], x[512], f[1200];
@@ -361,6 +389,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_malformed),
         cmocka_unit_test(test_mlx),
         cmocka_unit_test(test_merge),
+        cmocka_unit_test(test_merge_same_import),
         cmocka_unit_test(test_merge_conflict),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
