@@ -368,14 +368,16 @@ static int parse_csv(const char *text, size_t len, tb_peer_rows_t *rows, char *e
     const char *p = text, *end = text + len;
     char *head[TB_PEER_MAX_FIELDS], *f[TB_PEER_MAX_FIELDS];
     int nh, nf, line = 1, rc;
-    if ((rc = csv_record(&p, end, head, TB_PEER_MAX_FIELDS, &nh, &line, err, cap)) != 0)
+    if ((rc = csv_record(&p, end, head, TB_PEER_MAX_FIELDS, &nh, &line, err, cap)) != 0) {
+        free_fields(head, nh);
         return rc > 0 ? fail(err, cap, 1, "empty file") : -1;
+    }
     rc = 0;
     while (!rc) {
         int at = line;
         int r = csv_record(&p, end, f, TB_PEER_MAX_FIELDS, &nf, &line, err, cap);
         if (r == 1) break;
-        if (r < 0) { rc = -1; break; }
+        if (r < 0) { free_fields(f, nf); rc = -1; break; }
         if (nf == 1 && !f[0][0]) { free_fields(f, nf); continue; }   /* blank line */
         if (nf != nh) {
             rc = fail(err, cap, at, "%d fields, the header has %d", nf, nh);

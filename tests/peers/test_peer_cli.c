@@ -192,6 +192,8 @@ static void test_malformed(void **state) {
     expect_bad("fields.csv", "build_commit,n_prompt,n_gen,avg_ts\n\"a\",\"8\",\"0\",\"5\"\n\"a\",\"8\",\"0\"\n",
                NULL, 3, "3 fields, the header has 4");
     expect_bad("quote.csv", "build_commit,n_prompt,n_gen,avg_ts\n\"a,\"8\",\"0\",\"5\"\n", NULL, 2, NULL);
+    expect_bad("after.csv", "build_commit,n_prompt,n_gen,avg_ts\n\"a\",\"8\"x,\"0\",\"5\"\n", NULL, 2,
+               "after a closing quote");
     expect_bad("zero.csv", "build_commit,n_prompt,n_gen,avg_ts\n\"a\",\"0\",\"0\",\"5\"\n", NULL, 2, "both 0");
     expect_bad("line.sql", "CREATE TABLE IF NOT EXISTS llama_bench (\n  n_prompt INTEGER\n);\n\n"
                "INSERT INTO llama_bench (n_prompt, n_gen, avg_ts) VALUES ('8', '0', '5');\nDROP TABLE x;\n",
