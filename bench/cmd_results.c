@@ -8,6 +8,7 @@
  */
 #include "analysis.h"
 #include "commands.h"
+#include "peers.h"
 #include "store.h"
 #include "ternbench.h"
 
@@ -273,7 +274,8 @@ static void csv_field(const char *s) {
 }
 
 static const char export_usage[] =
-    "usage: ternbench export [--db PATH] [--format csv|json|md] [--run RUN]... [--all]\n" RUN_RULE;
+    "usage: ternbench export [--db PATH] [--format csv|json|md|llama-bench-json|llama-bench-sql]\n"
+    "                        [--run RUN]... [--all]\n" RUN_RULE;
 
 void cmd_json_str(const char *s) {
     putchar('"');
@@ -302,9 +304,11 @@ int cmd_export(int argc, char **argv) {
         else if (!strcmp(a, "--all")) all = 1;
         else { free(runs); return cmd_arg_reject("export", a, export_usage); }
     }
-    int fmt = !strcmp(format, "csv") ? 0 : !strcmp(format, "json") ? 1 : !strcmp(format, "md") ? 2 : -1;
+    int fmt = !strcmp(format, "csv") ? 0 : !strcmp(format, "json") ? 1 : !strcmp(format, "md") ? 2
+            : !strcmp(format, "llama-bench-json") ? 3 : !strcmp(format, "llama-bench-sql") ? 4 : -1;
     if (fmt < 0) {
-        fprintf(stderr, "ternbench export: --format %s: expected csv, json or md\n", format);
+        fprintf(stderr, "ternbench export: --format %s: expected csv, json, md, llama-bench-json"
+                        " or llama-bench-sql\n", format);
         free(runs);
         return 2;
     }
@@ -325,14 +329,23 @@ int cmd_export(int argc, char **argv) {
         snprintf(sql, sizeof sql, "INSERT OR IGNORE INTO sel VALUES (%lld)", (long long)id);
         if (sqlite3_exec(d, sql, NULL, NULL, NULL) != SQLITE_OK) { status = 1; goto out; }
     }
+    if (fmt >= 3) {   /* llama-bench's own schema (export_llamabench.c) */
+        status = tb_export_llamabench(d, fmt == 4, n_runs == 0);
+        goto out;
+    }
     static const char *const cols[] = {"run_id", "run_uuid", "run_status", "scenario", "model",
                                        "model_type", "isa", "threads", "test_id", "section", "kind",
-                                       "label", "thermal_state", "repetition", "metric", "value", "unit"};
+                                       "label", "thermal_state", "repetition", "metric", "value", "unit",
+                                       "host", "commit", "engine", "format"};
     enum { NCOL = sizeof cols / sizeof cols[0] };
     sqlite3_stmt *st = prep(d, "export",
         "SELECT r.id, r.uuid, r.status, sc.name, COALESCE(md.name, ''), COALESCE(md.main_type, ''),"
         " r.isa, r.threads, t.id, t.section, t.kind, t.label, COALESCE(t.thermal_state, ''),"
-        " m.repetition, m.metric, m.value, m.unit"
+        " m.repetition, m.metric, m.value, m.unit,"
+        /* peers: the device, the build, the engine and where the run came from */
+        " (SELECT CASE WHEN hostname <> '' THEN hostname ELSE cpu_brand END FROM hosts WHERE id = r.host_id),"
+        " (SELECT git_commit FROM builds WHERE id = r.build_id), r.engine,"
+        " COALESCE((SELECT format FROM imports WHERE id = r.import_id), 'ternbench')"
         " FROM measurements m JOIN tests t ON t.id = m.test_id JOIN runs r ON r.id = t.run_id"
         " JOIN scenarios sc ON sc.id = r.scenario_id LEFT JOIN models md ON md.id = r.model_id"
         " WHERE (?1 = 0 OR r.id IN (SELECT id FROM sel)) AND (?2 = 1 OR instr(m.metric, ':') = 0)"

@@ -31,6 +31,8 @@ static const struct {
     {"ab",         cmd_ab,         "--base BIN_A --cand BIN_B [-r R] [--db FILE] -- [bench args]  A/B two builds, then compare"},
     {"devices",    cmd_devices,    "[--json] | show ID|this  device profiles (bandwidth, compute, sources)"},
     {"claim",      cmd_claim,      "--model M --device D [--claimed TOK_S] ...  roofline, projection, verdict"},
+    {"import",     cmd_import,     "FILE [--format F] [--db PATH]  import llama-bench / mlx-lm results as runs"},
+    {"merge",      cmd_merge,      "A.db B.db ... --into ALL.db  merge results databases (runs keyed by uuid)"},
     {"report",     cmd_report,     "[--db PATH] [--run ID...|--tag K=V|--last N] --out DIR  plots and tables"},
 };
 

@@ -11,8 +11,9 @@
 #include <string.h>
 
 #define GGUF_ALIGN 32u
-/* Tensor-name suffix: the model loader looks up bare names ("blk.0.attn_q"). */
-#define WSUFFIX ""
+/* Tensor-name suffix: llama.cpp's names ("blk.0.attn_q.weight"), which every
+ * converted model uses; the loader also accepts the bare form ("blk.0.attn_q"). */
+#define WSUFFIX ".weight"
 
 /* ===================================================================== */
 /* Presets                                                                */
@@ -376,9 +377,14 @@ const synth_kv_t *synth_plan_find_kv(const synth_plan_t *pl, const char *key) {
     return NULL;
 }
 
+/* Exact name, or the bare form of a ".weight" name ("blk.0.attn_q"). */
 const synth_tensor_t *synth_plan_find_tensor(const synth_plan_t *pl, const char *name) {
-    for (int i = 0; i < pl->n_tensors; i++)
-        if (!strcmp(pl->tensors[i].name, name)) return &pl->tensors[i];
+    const size_t n = strlen(name);
+    for (int i = 0; i < pl->n_tensors; i++) {
+        const char *t = pl->tensors[i].name;
+        if (!strcmp(t, name) || (!strncmp(t, name, n) && !strcmp(t + n, ".weight")))
+            return &pl->tensors[i];
+    }
     return NULL;
 }
 

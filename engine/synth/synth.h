@@ -112,6 +112,7 @@ typedef struct synth_plan {
 int  synth_plan_build(const tb_synth_params_t *p, synth_plan_t *out);
 void synth_plan_free(synth_plan_t *pl);
 const synth_kv_t *synth_plan_find_kv(const synth_plan_t *pl, const char *key);
+/* The named tensor (exact, or bare "blk.0.attn_q" for "blk.0.attn_q.weight"); NULL. */
 const synth_tensor_t *synth_plan_find_tensor(const synth_plan_t *pl, const char *name);
 /* Declare the plan's metadata and tensors on a fresh writer. */
 int  synth_plan_declare(const synth_plan_t *pl, tb_gguf_writer_t *w);

@@ -261,6 +261,16 @@ static void test_migrate_from_v1(void **state) {
     assert_int_equal(q_int(db, "SELECT count(*) FROM measurements WHERE metric = 'cpu_ghz_after' AND value = 2.5"), 1);
     assert_int_equal(q_int(db, "SELECT count(*) FROM measurements WHERE metric = 'cpu_ghz_min'"), 0);
     assert_int_equal(q_int(db, "SELECT dur_ns IS NULL FROM token_events"), 1);
+    /* version 4 additions (peers): the run is ternbench's own, not imported;
+     * imports and merge_sources exist and take rows */
+    assert_int_equal(q_int(db, "SELECT count(*) FROM runs WHERE id = 1 AND engine = 'ternbench'"
+                               " AND engine_version IS NULL AND import_id IS NULL"), 1);
+    if (sqlite3_exec(db, "INSERT INTO imports (content_hash, format, source_path, file_bytes, n_rows,"
+                         " n_runs, imported_utc) VALUES ('h', 'llama-bench-json', 'x.json', 1, 1, 1, 't');"
+                         "INSERT INTO merge_sources (source_path, n_runs, n_same, merged_utc)"
+                         " VALUES ('a.db', 1, 0, 't');", NULL, NULL, &err) != SQLITE_OK)
+        fail_msg("%s", err);
+    assert_int_equal(q_int(db, "SELECT count(*) FROM imports"), 1);
     char ok[16];
     q_text(db, "PRAGMA integrity_check", ok, sizeof ok);
     assert_string_equal(ok, "ok");

@@ -258,7 +258,8 @@ static void test_llama_cpp_layout(void **state) {
     assert_int_equal(tb_model_load(dst, &m), TB_OK);
     const tb_gguf_t *g = tb_model_gguf(m);
     static const struct { const char *name; tb_type_t type; } want[] = {
-        {"token_embd", TB_TYPE_Q4_K}, {"output", TB_TYPE_Q6_K}, {"blk.0.attn_q", TB_TYPE_F32},
+        {"token_embd.weight", TB_TYPE_Q4_K}, {"output.weight", TB_TYPE_Q6_K},
+        {"blk.0.attn_q.weight", TB_TYPE_F32},
     };
     for (size_t i = 0; i < TB_ARRAY_LEN(want); i++) {
         tb_gguf_tensor_t t;

@@ -47,8 +47,17 @@ static double key_f32(ref_model *m, const char *arch, const char *k, double def)
     return tb_gguf_get_f32(m->g, key, &v) == TB_OK ? v : def;
 }
 
+/* Index of tensor `name` or `name`.weight (llama.cpp's form); -1. */
+static int64_t find_named(const tb_gguf_t *g, const char *name) {
+    int64_t i = tb_gguf_find_tensor(g, name);
+    if (i >= 0) return i;
+    char full[128];
+    snprintf(full, sizeof full, "%s.weight", name);
+    return tb_gguf_find_tensor(g, full);
+}
+
 static const float *tensor(ref_model *m, const char *name, int64_t n_elems, char *err, size_t cap) {
-    int64_t i = tb_gguf_find_tensor(m->g, name);
+    int64_t i = find_named(m->g, name);
     tb_gguf_tensor_t t;
     if (i < 0 || tb_gguf_tensor(m->g, i, &t) != TB_OK) {
         snprintf(err, cap, "ref: tensor %s missing", name);
@@ -92,7 +101,7 @@ int ref_load(const char *path, ref_model **out, char *err, size_t cap) {
         ref_free(m);
         return -1;
     }
-    int64_t ie = tb_gguf_find_tensor(m->g, "token_embd");
+    int64_t ie = find_named(m->g, "token_embd");
     tb_gguf_tensor_t te;
     if (ie < 0 || tb_gguf_tensor(m->g, ie, &te) != TB_OK) {
         snprintf(err, cap, "ref: no token_embd");
@@ -111,7 +120,7 @@ int ref_load(const char *path, ref_model **out, char *err, size_t cap) {
     bool ok = (m->embd = tensor(m, "token_embd", E * m->V, err, cap)) &&
               (m->out_norm = tensor(m, "output_norm", E, err, cap));
     if (ok) {
-        m->output = tb_gguf_find_tensor(m->g, "output") >= 0 ? tensor(m, "output", E * m->V, err, cap)
+        m->output = find_named(m->g, "output") >= 0 ? tensor(m, "output", E * m->V, err, cap)
                                                                : m->embd;
         ok = m->output != NULL;
     }

@@ -39,19 +39,19 @@ static void expect_error(const char *preset, const th_edit *e, const char *name,
 
 static void test_missing_tensor(void **st) {
     (void)st;
-    th_edit e = {.drop_tensor = "blk.1.attn_k"};
+    th_edit e = {.drop_tensor = "blk.1.attn_k.weight"};
     expect_error("llama-tiny", &e, "missing", TB_ERR_NOT_FOUND, "blk.1.attn_k", "[256, 128]");
-    th_edit e2 = {.drop_tensor = "blk.0.attn_q_norm"};
+    th_edit e2 = {.drop_tensor = "blk.0.attn_q_norm.weight"};
     expect_error("maple-tiny", &e2, "missing-qnorm", TB_ERR_NOT_FOUND, "blk.0.attn_q_norm", "[64]");
-    th_edit e3 = {.drop_tensor = "output"};   /* maple's head is untied: required */
+    th_edit e3 = {.drop_tensor = "output.weight"};   /* maple's head is untied: required */
     expect_error("maple-tiny", &e3, "missing-output", TB_ERR_NOT_FOUND, "'output'", NULL);
 }
 
 static void test_wrong_shape(void **st) {
     (void)st;
-    th_edit e = {.transpose_tensor = "blk.0.attn_v"};
+    th_edit e = {.transpose_tensor = "blk.0.attn_v.weight"};
     expect_error("llama-tiny", &e, "shape", TB_ERR_FORMAT, "blk.0.attn_v", "expected [256, 128]");
-    th_edit e2 = {.transpose_tensor = "blk.1.ffn_gate_inp"};
+    th_edit e2 = {.transpose_tensor = "blk.1.ffn_gate_inp.weight"};
     expect_error("moe-tiny", &e2, "shape-router", TB_ERR_FORMAT, "blk.1.ffn_gate_inp", "expected [256, 4]");
 }
 
@@ -100,7 +100,7 @@ static void test_weights_modes(void **st) {
     char src[512];
     synth("llama-tiny", src, sizeof src);
     snprintf(paths[2], sizeof paths[2], "%s/tied-modes.gguf", th_dir);
-    th_edit e = {.drop_tensor = "output"};
+    th_edit e = {.drop_tensor = "output.weight"};
     assert_int_equal(th_rewrite(src, paths[2], &e), TB_OK);
     for (int f = 0; f < 3; f++) {
         tb_model_info_t ic, im;
@@ -131,7 +131,7 @@ static void test_tied_output(void **st) {
     char src[512], dst[512];
     synth("llama-tiny", src, sizeof src);
     snprintf(dst, sizeof dst, "%s/tied.gguf", th_dir);
-    th_edit e = {.drop_tensor = "output"};
+    th_edit e = {.drop_tensor = "output.weight"};
     assert_int_equal(th_rewrite(src, dst, &e), TB_OK);
     tb_model_t *m;
     assert_int_equal(tb_model_load(dst, &m), TB_OK);

@@ -40,6 +40,7 @@ static uint64_t tensor_bytes(const tb_model_t *m, const char *name, int32_t n_la
     for (int32_t il = 0; il < (strstr(name, "%d") ? n_layer : 1); il++) {
         char full[96];
         snprintf(full, sizeof full, name, il);
+        strcat(full, ".weight");   /* synthesized files use llama.cpp's names */
         int64_t i = tb_gguf_find_tensor(g, full);
         if (i < 0) fail_msg("no tensor %s", full);
         tb_gguf_tensor_t t;

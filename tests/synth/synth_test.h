@@ -68,8 +68,14 @@ static inline uint8_t *st_read_all(const char *path, size_t *n) {
     return p;
 }
 
+/* Tensor `name`, or `name`.weight as synthesized files name it. */
 static inline int st_tensor(const tb_gguf_t *g, const char *name, tb_gguf_tensor_t *t) {
     int64_t i = tb_gguf_find_tensor(g, name);
+    if (i < 0) {
+        char full[128];
+        snprintf(full, sizeof full, "%s.weight", name);
+        i = tb_gguf_find_tensor(g, full);
+    }
     if (i < 0) { fprintf(stderr, "missing tensor %s\n", name); return TB_ERR_NOT_FOUND; }
     return tb_gguf_tensor(g, i, t);
 }

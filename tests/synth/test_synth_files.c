@@ -291,12 +291,12 @@ static void test_preview_plan(void **state) {
     tb_synth_params_t p = {.preset = "maple-preview", .type = -1, .seed = 1};
     assert_int_equal(synth_plan_build(&p, &pl), TB_OK);
     const tb_type_t T2 = TB_TYPE_TQ2_0, F = TB_TYPE_F32;
-    expect_tensor(&pl, "token_embd", TB_TYPE_F16, 2, 2048, 151936, 1);
-    expect_tensor(&pl, "output", TB_TYPE_Q4_K, 2, 2048, 151936, 1);
-    expect_tensor(&pl, "output_norm", F, 1, 2048, 1, 1);
+    expect_tensor(&pl, "token_embd.weight", TB_TYPE_F16, 2, 2048, 151936, 1);
+    expect_tensor(&pl, "output.weight", TB_TYPE_Q4_K, 2, 2048, 151936, 1);
+    expect_tensor(&pl, "output_norm.weight", F, 1, 2048, 1, 1);
     for (int il = 0; il < 24; il++) {
         char n[64];
-#define T(s) (snprintf(n, sizeof n, "blk.%d." s, il), n)
+#define T(s) (snprintf(n, sizeof n, "blk.%d." s ".weight", il), n)
         expect_tensor(&pl, T("attn_norm"), F, 1, 2048, 1, 1);
         expect_tensor(&pl, T("attn_q"), T2, 2, 2048, 16 * 128, 1);
         expect_tensor(&pl, T("attn_k"), T2, 2, 2048, 4 * 128, 1);
