@@ -4,7 +4,7 @@
  * Copies every run of each source database into ALL.db (created and migrated
  * when needed) with everything that hangs off it: its host, build, model,
  * scenario and import rows (matched by their natural keys: fingerprint,
- * content hash, hash), tags, tests, measurements, token events, windows,
+ * content hash, hash), tags, tests and their typed parameters, measurements, token events, windows,
  * sensor samples and absences, every id remapped. Runs are keyed by uuid:
  *   - a uuid not in ALL.db is added;
  *   - a uuid already there with the same content (the run's columns, its
@@ -233,6 +233,7 @@ static int merge_runs(merge_ctx *m, int *n_added) {
              tcols, tscols);
     if (exec(m, m->sql, "tests")) return 1;
     if (copy_child(m, "run_tags", "run_id", "runs", NULL, NULL) ||
+        copy_child(m, "test_params", "test_id", "tests", NULL, NULL) ||
         copy_child(m, "measurements", "test_id", "tests", NULL, NULL) ||
         copy_child(m, "token_events", "test_id", "tests", NULL, NULL) ||
         copy_child(m, "windows", "test_id", "tests", NULL, NULL) ||

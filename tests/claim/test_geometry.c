@@ -224,8 +224,8 @@ static void test_synth_file_equals_plan(void **st) {
     uint64_t w = 0, embd = 0, out = 0;
     for (int i = 0; i < pl.n_tensors; i++) {
         const synth_tensor_t *t = &pl.tensors[i];
-        if (!strcmp(t->name, "token_embd")) embd = t->nbytes / (uint64_t)t->ne[1];
-        else if (!strcmp(t->name, "output")) out = t->nbytes;
+        if (!strcmp(t->name, "token_embd.weight")) embd = t->nbytes / (uint64_t)t->ne[1];
+        else if (!strcmp(t->name, "output.weight")) out = t->nbytes;
         else if (strstr(t->name, "_exps")) w += t->nbytes / 8 * 2;
         else w += t->nbytes;
     }

@@ -295,6 +295,10 @@ static void test_merge(void **state) {
                      q_int(a, "SELECT count(*) FROM token_events") + q_int(b, "SELECT count(*) FROM token_events"));
     assert_int_equal(q_int(x, "SELECT count(*) FROM sensor_samples"),
                      q_int(a, "SELECT count(*) FROM sensor_samples") + q_int(b, "SELECT count(*) FROM sensor_samples"));
+    /* the typed test parameters come along */
+    assert_true(q_int(a, "SELECT count(*) FROM test_params") > 0);
+    assert_int_equal(q_int(x, "SELECT count(*) FROM test_params"),
+                     q_int(a, "SELECT count(*) FROM test_params") + q_int(b, "SELECT count(*) FROM test_params"));
     char *cx = full_content(x), *cy = full_content(y), *ca = full_content(a);
     assert_string_equal(cx, cy);
     /* idempotent: again adds nothing */
