@@ -10,6 +10,13 @@
 /* Host: libcpuid (x86) or /proc/cpuinfo, /proc/meminfo, /etc/os-release,
  * uname. Never fails: unknown facts are "" or -1. */
 void tb_facts_host(tb_host_facts_t *h);
+/* On ARM (t from tb_cpu_topo_host: hwcap features or MIDR parts found),
+ * overwrite h's CPU facts: cpu_vendor from the fastest kind's MIDR
+ * implementer, cpu_model its part number, cpu_brand the kinds' summary
+ * ("1x Cortex-X4 (cap 1024, 3.30 GHz) + 3x ..."), isa_flags the features
+ * with their source ("asimd dotprod i8mm (hwcap)"), cores the CPUs found.
+ * Leaves h alone on other hosts. tb_facts_host applies it. */
+void tb_facts_host_arm(const tb_cpu_topo_t *t, tb_host_facts_t *h);
 /* Build: git describe (vcs_tag at build time), compiler, flags, build type,
  * tb_isa_best(). */
 void tb_facts_build(tb_build_facts_t *b);

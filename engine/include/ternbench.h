@@ -118,10 +118,15 @@ typedef enum tb_isa {
     TB_ISA_GENERIC = 1,  /* portable C, auto-vectorisable             */
     TB_ISA_AVX2    = 2,  /* x86-64 AVX2 + FMA + F16C                  */
     TB_ISA_AVX512  = 3,  /* x86-64 AVX-512 F/BW/VL (+VNNI/BF16 used when present) */
-    TB_ISA_NEON    = 4,  /* aarch64 NEON (+dotprod used when present)  */
+    TB_ISA_NEON    = 4,  /* aarch64 NEON, ARMv8.0 (widening multiplies)  */
+    TB_ISA_DOTPROD = 5,  /* aarch64 NEON + SDOT (ARMv8.2 dotprod)        */
 } tb_isa_t;
+#define TB_ISA_LAST TB_ISA_DOTPROD
 
-/* Highest tier this CPU supports (libcpuid on x86). */
+/* On aarch64 the tiers come from tb_cpu_topo_host()'s features (the hwcap
+ * words): neon always, dotprod when the CPU has asimddp. */
+
+/* Highest tier this CPU supports (libcpuid on x86, the hwcap words on aarch64). */
 tb_isa_t tb_isa_best(void);
 /* Tier in use: best, capped by the TB_ISA environment variable at first use,
  * and by tb_isa_set(). */
@@ -230,6 +235,58 @@ int tb_cpu_probe(int n_threads, int reps, double *ghz);
  * does, and also where it does not: when another hardware thread (a
  * hypervisor's SMT sibling) shares the core's vector units. */
 int tb_cpu_probe_vec(int n_threads, int reps, double *gops);
+
+/* ===================================================================== */
+/* CPU features and core kinds from the kernel (ARM; no libcpuid)         */
+/* ===================================================================== */
+
+#define TB_TOPO_MAX_CPUS 256
+#define TB_TOPO_MAX_KINDS 8
+
+/* One logical CPU. Unknown values are -1. */
+typedef struct tb_cpu_core {
+    int32_t cpu;           /* logical CPU number (sysfs cpuN, cpuinfo "processor") */
+    int32_t capacity;      /* cpu_capacity: the scheduler's relative speed, 1024 the fastest */
+    int32_t implementer;   /* MIDR implementer ("CPU implementer": 0x41 Arm, 0x51 Qualcomm, 0x61 Apple) */
+    int32_t part;          /* MIDR part number ("CPU part": 0xd0b Cortex-A76, ...) */
+    int32_t max_khz;       /* cpufreq/cpuinfo_max_freq in kHz */
+    int32_t kind;          /* index into tb_cpu_topo_t.kind */
+} tb_cpu_core_t;
+
+/* Cores of one kind: same implementer, part, capacity and top clock. */
+typedef struct tb_cpu_kind {
+    char name[32];         /* "Cortex-X4", else "0xIM:0xPRT", "" when the part is unknown */
+    int32_t implementer, part, capacity, max_khz;
+    int32_t n;             /* cores of this kind */
+} tb_cpu_kind_t;
+
+typedef struct tb_cpu_topo {
+    /* aarch64 features: from the hwcap words, else from cpuinfo's "Features" */
+    bool asimd, dotprod, i8mm, sve, sve2, sme, bf16;
+    char features[96];         /* those present, space-separated: "asimd dotprod i8mm" */
+    char features_from[16];    /* "hwcap", "cpuinfo" or "" (none found) */
+    int32_t n_cpus;
+    tb_cpu_core_t cpu[TB_TOPO_MAX_CPUS];   // (n_cpus) ordered by cpu number
+    int32_t n_kinds;
+    tb_cpu_kind_t kind[TB_TOPO_MAX_KINDS]; // (n_kinds) fastest first: capacity, top clock, part
+    char summary[192];         /* "1x Cortex-X4 (cap 1024, 3.30 GHz) + 3x Cortex-A720 (...) + ..." */
+} tb_cpu_topo_t;
+
+/* Read the topology under root ("/" for this machine; a directory holding
+ * proc/cpuinfo and sys/devices/system/cpu/ for a fake tree) with the
+ * aarch64 capability words hwcap, hwcap2 (getauxval(AT_HWCAP/AT_HWCAP2);
+ * both 0: the features come from cpuinfo's "Features" line). Missing files
+ * leave values unknown; TB_ERR_ARG only for a NULL out. */
+int tb_cpu_topo_read(const char *root, uint64_t hwcap, uint64_t hwcap2, tb_cpu_topo_t *out);
+/* This machine's, read once (hwcaps from getauxval on aarch64, 0 elsewhere;
+ * root "/" or the TB_CPU_ROOT environment variable). Never NULL. */
+const tb_cpu_topo_t *tb_cpu_topo_host(void);
+/* Name of a MIDR implementer/part pair ("Cortex-A76"), NULL if not listed. */
+const char *tb_cpu_midr_name(int implementer, int part);
+/* Up to n logical CPU numbers into cpus, fastest kind first (then by
+ * number): the default placement of n threads. Returns how many (fewer
+ * than n when the topology has fewer cores; 0 when it found none). */
+int tb_cpu_topo_pick(const tb_cpu_topo_t *t, int n, int32_t *cpus);
 
 /* ===================================================================== */
 /* GGUF v3 reader                                                         */

@@ -6,8 +6,9 @@
 # has no PATH to any tool (so no gnuplot) and no HOME,
 #   qemu-aarch64 ./ternbench run scenarios/quick.ini --db results.db
 # synthesizes maple-tiny beside the scenario and records every test. The
-# database must then hold one complete run on the neon tier, every test
-# of quick.ini complete with measurements, and host facts. Speed under
+# database must then hold one complete run on the dotprod tier (qemu's
+# "max" CPU has SDOT), every test of quick.ini complete with measurements,
+# and host facts whose CPU features came from the hwcap words. Speed under
 # qemu is not measured.
 #
 # The cross build is tools/build-aarch64.sh --no-install into
@@ -37,7 +38,7 @@ trap 'rm -rf "$tmp"' EXIT
 cp -R "$build/dist/ternbench-aarch64" "$tmp/dev"
 cd "$tmp/dev"
 set +e
-env -i PATH=/nonexistent "$qemu" ./ternbench run scenarios/quick.ini --db results.db -q \
+env -i PATH=/nonexistent "$qemu" -cpu max ./ternbench run scenarios/quick.ini --db results.db -q \
   >run.out 2>run.err
 st=$?
 set -e
@@ -60,7 +61,7 @@ if len(runs) != 1:
 else:
     rid, status, isa, threads = runs[0]
     if status != "complete": fails.append("run status %r, expected 'complete'" % status)
-    if isa != "neon": fails.append("run isa %r, expected 'neon' (the aarch64 binary's best tier)" % isa)
+    if isa != "dotprod": fails.append("run isa %r, expected 'dotprod' (the best tier on qemu's max CPU)" % isa)
     if threads < 1: fails.append("run threads %d" % threads)
     want = {"pp64", "pp128", "tg32@d0", "tg32@d128", "ttft64", "pp32+tg48", "sustained600"}
     tests = dict(one("SELECT label, status FROM tests WHERE run_id = ?", rid))
@@ -70,11 +71,15 @@ else:
         n = one("SELECT count(*) FROM measurements m JOIN tests t ON m.test_id = t.id "
                 "WHERE t.run_id = ? AND t.label = ? AND m.value >= 0", rid, label)[0][0]
         if n < 3: fails.append("test %s has %d measurements (3 repetitions at least)" % (label, n))
-    h = one("SELECT h.kernel, h.threads FROM hosts h JOIN runs r ON r.host_id = h.id")
+    h = one("SELECT h.kernel, h.isa_flags FROM hosts h JOIN runs r ON r.host_id = h.id")
     if not h or "aarch64" not in h[0][0]: fails.append("host kernel %r, expected an aarch64 uname" % (h,))
+    # the features the emulated CPU's hwcap words give (qemu passes the x86
+    # host's /proc/cpuinfo through, so they cannot come from there)
+    elif not h[0][1].startswith("asimd dotprod") or not h[0][1].endswith("(hwcap)"):
+        fails.append("host isa_flags %r, expected the hwcap features (asimd dotprod ... (hwcap))" % h[0][1])
     m = one("SELECT md.name FROM models md JOIN runs r ON r.model_id = md.id")
     if not m: fails.append("no model recorded for the run")
 for f in fails: print("FAIL:", f)
 if fails: sys.exit(1)
-print("ok: 1 complete run, 7 complete tests with measurements (neon, static aarch64, qemu-user)")
+print("ok: 1 complete run, 7 complete tests with measurements (dotprod tier, hwcap features, static aarch64, qemu-user)")
 EOF
