@@ -171,6 +171,12 @@ void tb_prefetch_set_l2(bool on);
 typedef struct tb_pool tb_pool_t;
 int  tb_pool_new(int n_threads, tb_pool_t **out);
 int  tb_pool_n_threads(const tb_pool_t *p);
+/* The CPU each of the pool's first cap threads is pinned to (-1: not
+ * pinned, or the pin was refused), as tb_cpus_get's placement chose when
+ * the pool started; the caller's thread 0 is pinned only in pools of more
+ * than one thread. A worker that has not started yet reads -1. Returns how
+ * many were written. */
+int  tb_pool_cpus(const tb_pool_t *p, int32_t *cpus, int cap);
 /* Run fn(arg, ith, nth) on every thread (ith = 0 is the caller) and wait. */
 void tb_pool_run(tb_pool_t *p, void (*fn)(void *arg, int ith, int nth), void *arg);
 void tb_pool_free(tb_pool_t *p);
@@ -287,6 +293,28 @@ const char *tb_cpu_midr_name(int implementer, int part);
  * number): the default placement of n threads. Returns how many (fewer
  * than n when the topology has fewer cores; 0 when it found none). */
 int tb_cpu_topo_pick(const tb_cpu_topo_t *t, int n, int32_t *cpus);
+
+/* Thread placement: the CPUs pool threads are pinned to when a pool
+ * starts, thread i (the caller is 0) on entry i mod n. Set by tb_cpus_set,
+ * else the TB_CPUS environment variable (a CPU list, read at first use; a
+ * bad one is ignored), else the default: where the cores are of more than
+ * one kind, every core fastest kind first (tb_cpu_topo_pick), so n threads
+ * use the n fastest cores; elsewhere none (the kernel places threads).
+ * Like tb_isa_set, set it before creating sessions. */
+/* Parse a CPU list "0-3,6" into cpus (cap entries): the count, or
+ * TB_ERR_ARG naming the bad part. */
+int tb_cpus_parse(const char *list, int32_t *cpus, int cap);
+/* Placement of n CPUs (each 0..CPU_SETSIZE-1); n = 0 restores the default. */
+int tb_cpus_set(const int32_t *cpus, int n);
+/* The same from a CPU list (the CLI's --cpus). */
+int tb_cpus_set_str(const char *list);
+/* The placement in force into cpus (cap entries): how many; 0 = unpinned. */
+int tb_cpus_get(int32_t *cpus, int cap);
+/* Pin the calling thread as pool thread ith: its CPU, or -1 (no placement,
+ * or the kernel refused: a CPU outside the process's cpuset, offline). */
+int tb_cpus_pin_thread(int ith);
+/* The CPU the calling thread runs on now (sched_getcpu), -1 if unknown. */
+int tb_cpus_current(void);
 
 /* ===================================================================== */
 /* GGUF v3 reader                                                         */
