@@ -284,8 +284,16 @@ typedef struct tb_cpu_topo {
  * both 0: the features come from cpuinfo's "Features" line). Missing files
  * leave values unknown; TB_ERR_ARG only for a NULL out. */
 int tb_cpu_topo_read(const char *root, uint64_t hwcap, uint64_t hwcap2, tb_cpu_topo_t *out);
-/* This machine's, read once (hwcaps from getauxval on aarch64, 0 elsewhere;
- * root "/" or the TB_CPU_ROOT environment variable). Never NULL. */
+/* The same from macOS sysctl facts as `sysctl hw` prints them ("key: value"
+ * lines): hw.optional.AdvSIMD (or .neon), hw.optional.arm.FEAT_DotProd,
+ * _I8MM, _BF16, _SME, _SVE, _SVE2, hw.nperflevels and per level N
+ * hw.perflevelN.logicalcpu and .name (level 0 the fastest: its cores are
+ * numbered first). features_from is "sysctl"; kinds are the levels.
+ * TB_ERR_ARG only for NULL arguments. */
+int tb_cpu_topo_from_sysctl(const char *text, tb_cpu_topo_t *out);
+/* This machine's, read once (Linux: hwcaps from getauxval on aarch64, 0
+ * elsewhere, and root "/" or the TB_CPU_ROOT environment variable; macOS:
+ * sysctl, unless TB_CPU_ROOT is set). Never NULL. */
 const tb_cpu_topo_t *tb_cpu_topo_host(void);
 /* Name of a MIDR implementer/part pair ("Cortex-A76"), NULL if not listed. */
 const char *tb_cpu_midr_name(int implementer, int part);

@@ -16,6 +16,11 @@
  * capacity and top clock are one kind; kinds are ordered fastest first.
  * A missing or unreadable file leaves its value unknown (-1): the reader
  * never fails on the machine's account.
+ *
+ * macOS has neither file: there the same facts come from sysctl (the
+ * hw.optional.arm.FEAT_* feature flags and the hw.perflevelN core levels,
+ * performance first), gathered into "key: value" text as `sysctl` prints
+ * it and read by tb_cpu_topo_from_sysctl, which is tested on any host.
  */
 #include "internal.h"
 
@@ -26,8 +31,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#if defined(__aarch64__)
+#if defined(__aarch64__) && defined(__linux__)
 #include <sys/auxv.h>
+#endif
+#if defined(__APPLE__)
+#include <sys/sysctl.h>
 #endif
 
 /* The kernel's aarch64 hwcap bits (uapi/asm/hwcap.h). */
@@ -290,16 +298,116 @@ int tb_cpu_topo_read(const char *root, uint64_t hwcap, uint64_t hwcap2, tb_cpu_t
     return TB_OK;
 }
 
+/* One "key: value" line of text (NULL: none); value copied into buf. */
+static const char *sysctl_value(const char *text, const char *key, char *buf, size_t cap) {
+    const size_t n = strlen(key);
+    for (const char *p = text; *p;) {
+        if (!strncmp(p, key, n) && (p[n] == ':' || p[n] == '=')) {
+            const char *v = p + n + 1;
+            while (*v == ' ' || *v == '\t') v++;
+            const size_t l = strcspn(v, "\n");
+            snprintf(buf, cap, "%.*s", (int)TB_MIN(l, cap - 1), v);
+            return buf;
+        }
+        const char *nl = strchr(p, '\n');
+        if (!nl) break;
+        p = nl + 1;
+    }
+    return NULL;
+}
+
+static bool sysctl_flag(const char *text, const char *key) {
+    char v[32];
+    return sysctl_value(text, key, v, sizeof v) && atoi(v) != 0;
+}
+
+int tb_cpu_topo_from_sysctl(const char *text, tb_cpu_topo_t *out) {
+    if (!text || !out) return tb_err(TB_ERR_ARG, "tb_cpu_topo_from_sysctl: bad arguments");
+    memset(out, 0, sizeof *out);
+    out->asimd = sysctl_flag(text, "hw.optional.AdvSIMD") || sysctl_flag(text, "hw.optional.neon");
+    out->dotprod = sysctl_flag(text, "hw.optional.arm.FEAT_DotProd");
+    out->i8mm = sysctl_flag(text, "hw.optional.arm.FEAT_I8MM");
+    out->bf16 = sysctl_flag(text, "hw.optional.arm.FEAT_BF16");
+    out->sme = sysctl_flag(text, "hw.optional.arm.FEAT_SME");
+    out->sve = sysctl_flag(text, "hw.optional.arm.FEAT_SVE");
+    out->sve2 = sysctl_flag(text, "hw.optional.arm.FEAT_SVE2");
+    char v[64], key[64];
+    if (sysctl_value(text, "hw.optional.AdvSIMD", v, sizeof v) || sysctl_value(text, "hw.optional.neon", v, sizeof v))
+        snprintf(out->features_from, sizeof out->features_from, "sysctl");
+    /* hw.perflevel0 is the fastest level; logical CPU numbers are given in
+     * level order (macOS does not say which number is which core, and has
+     * no thread pinning to need it) */
+    const int levels = sysctl_value(text, "hw.nperflevels", v, sizeof v) ? atoi(v) : 0;
+    for (int l = 0; l < levels && l < TB_TOPO_MAX_KINDS; l++) {
+        snprintf(key, sizeof key, "hw.perflevel%d.logicalcpu", l);
+        const int n = sysctl_value(text, key, v, sizeof v) ? atoi(v) : 0;
+        if (n <= 0) continue;
+        tb_cpu_kind_t *K = &out->kind[out->n_kinds];
+        *K = (tb_cpu_kind_t){.implementer = 0x61, .part = -1, .capacity = -1, .max_khz = -1};
+        snprintf(key, sizeof key, "hw.perflevel%d.name", l);
+        if (sysctl_value(text, key, v, sizeof v)) snprintf(K->name, sizeof K->name, "%.31s", v);
+        else snprintf(K->name, sizeof K->name, "level %d", l);
+        for (int i = 0; i < n && out->n_cpus < TB_TOPO_MAX_CPUS; i++) {
+            out->cpu[out->n_cpus] = (tb_cpu_core_t){.cpu = out->n_cpus, .capacity = -1, .implementer = 0x61,
+                                                    .part = -1, .max_khz = -1, .kind = out->n_kinds};
+            out->n_cpus++;
+            K->n++;
+        }
+        out->n_kinds++;
+    }
+    describe(out);
+    return TB_OK;
+}
+
+#if defined(__APPLE__)
+/* The sysctl keys tb_cpu_topo_from_sysctl reads, as "key: value" text. */
+static void sysctl_text(char *buf, size_t cap) {
+    static const char *const ints[] = {
+        "hw.optional.AdvSIMD", "hw.optional.neon", "hw.optional.arm.FEAT_DotProd", "hw.optional.arm.FEAT_I8MM",
+        "hw.optional.arm.FEAT_BF16", "hw.optional.arm.FEAT_SME", "hw.optional.arm.FEAT_SVE",
+        "hw.optional.arm.FEAT_SVE2", "hw.nperflevels",
+    };
+    size_t n = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; i < TB_ARRAY_LEN(ints); i++) {
+        int v = 0;
+        size_t len = sizeof v;
+        if (sysctlbyname(ints[i], &v, &len, NULL, 0) == 0 && n < cap)
+            n += (size_t)snprintf(buf + n, cap - n, "%s: %d\n", ints[i], v);
+    }
+    for (int l = 0; l < TB_TOPO_MAX_KINDS && n < cap; l++) {
+        char key[64], name[64];
+        int v = 0;
+        size_t len = sizeof v;
+        snprintf(key, sizeof key, "hw.perflevel%d.logicalcpu", l);
+        if (sysctlbyname(key, &v, &len, NULL, 0) != 0) break;
+        n += (size_t)snprintf(buf + n, cap - n, "%s: %d\n", key, v);
+        snprintf(key, sizeof key, "hw.perflevel%d.name", l);
+        len = sizeof name;
+        if (n < cap && sysctlbyname(key, name, &len, NULL, 0) == 0 && len > 0 && len <= sizeof name)
+            n += (size_t)snprintf(buf + n, cap - n, "%s: %.*s\n", key, (int)strnlen(name, len), name);
+    }
+}
+#endif
+
 static tb_cpu_topo_t host_topo;
 static pthread_once_t host_once = PTHREAD_ONCE_INIT;
 
 static void host_init(void) {
     uint64_t hwcap = 0, hwcap2 = 0;
-#if defined(__aarch64__)
+    const char *root = getenv("TB_CPU_ROOT");
+#if defined(__APPLE__)
+    if (!root || !*root) {
+        char text[4096];
+        sysctl_text(text, sizeof text);
+        (void)tb_cpu_topo_from_sysctl(text, &host_topo);
+        return;
+    }
+#endif
+#if defined(__aarch64__) && defined(__linux__)
     hwcap = getauxval(AT_HWCAP);
     hwcap2 = getauxval(AT_HWCAP2);
 #endif
-    const char *root = getenv("TB_CPU_ROOT");
     (void)tb_cpu_topo_read(root && *root ? root : "/", hwcap, hwcap2, &host_topo);
 }
 

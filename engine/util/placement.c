@@ -11,7 +11,8 @@
  * on the n fastest cores; on a machine of one kind, none (the kernel
  * places the threads). A CPU the process may not use (an Android cpuset,
  * an offline core) leaves that thread where the kernel put it; which CPU
- * a thread ran on can be read with tb_cpus_current.
+ * a thread ran on can be read with tb_cpus_current. macOS has no thread
+ * pinning: there every pin is refused (-1) and the lists are kept only.
  */
 #include "internal.h"
 
@@ -20,6 +21,10 @@
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
+
+#if !defined(CPU_SETSIZE)   /* macOS: no CPU sets, no thread pinning (QoS classes instead) */
+#define CPU_SETSIZE 1024
+#endif
 
 static int32_t place[TB_TOPO_MAX_CPUS];   // (n_place) CPU numbers
 static int n_place = -1;                  /* -1: not chosen yet */
@@ -97,14 +102,22 @@ int tb_cpus_pin_thread(int ith) {
     int32_t c[TB_TOPO_MAX_CPUS];
     const int n = tb_cpus_get(c, TB_TOPO_MAX_CPUS);
     if (n <= 0 || ith < 0) return -1;
+#if defined(__linux__)
     const int32_t cpu = c[ith % n];
     cpu_set_t set;
     CPU_ZERO(&set);
     CPU_SET(cpu, &set);
     return pthread_setaffinity_np(pthread_self(), sizeof set, &set) == 0 ? cpu : -1;
+#else
+    return -1;
+#endif
 }
 
 int tb_cpus_current(void) {
+#if defined(__linux__)
     const int c = sched_getcpu();
     return c >= 0 ? c : -1;
+#else
+    return -1;
+#endif
 }

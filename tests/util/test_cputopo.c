@@ -11,7 +11,12 @@
  *    0, from cpuinfo's Features line (word boundaries: "sve2" alone is not
  *    "sve", "asimddp" is not "asimd");
  *  - an empty root: nothing found, no failure; garbage in the files:
- *    unknown values; an unlisted MIDR part: named by its numbers.
+ *    unknown values; an unlisted MIDR part: named by its numbers;
+ *  - macOS sysctl text (an M4's 4 performance + 6 efficiency cores, its
+ *    FEAT_ flags): features, the levels as kinds in level order, the
+ *    placement on the performance cores first; a key that is only a
+ *    prefix of another ("hw.optional.arm.FEAT_SVE" vs "..._SVE2") is not
+ *    taken for it; empty text: nothing found.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -205,12 +210,45 @@ static void test_empty_and_garbage(void **state) {
     assert_int_equal(tb_cpu_topo_read(root, 0, 0, NULL), TB_ERR_ARG);
 }
 
+static void test_sysctl(void **state) {
+    (void)state;
+    const char *m4 = "hw.optional.AdvSIMD: 1\nhw.optional.arm.FEAT_DotProd: 1\nhw.optional.arm.FEAT_I8MM: 1\n"
+                     "hw.optional.arm.FEAT_BF16: 1\nhw.optional.arm.FEAT_SME: 1\nhw.optional.arm.FEAT_SVE2: 0\n"
+                     "hw.nperflevels: 2\nhw.perflevel0.logicalcpu: 4\nhw.perflevel0.name: Performance\n"
+                     "hw.perflevel1.logicalcpu: 6\nhw.perflevel1.name: Efficiency\n";
+    tb_cpu_topo_t t;
+    assert_int_equal(tb_cpu_topo_from_sysctl(m4, &t), TB_OK);
+    assert_string_equal(t.features_from, "sysctl");
+    assert_string_equal(t.features, "asimd dotprod i8mm bf16 sme");
+    assert_int_equal(t.n_cpus, 10);
+    assert_int_equal(t.n_kinds, 2);
+    assert_string_equal(t.kind[0].name, "Performance");
+    assert_int_equal(t.kind[0].n, 4);
+    assert_string_equal(t.kind[1].name, "Efficiency");
+    assert_int_equal(t.kind[1].n, 6);
+    assert_int_equal(t.cpu[3].kind, 0);
+    assert_int_equal(t.cpu[4].kind, 1);
+    assert_string_equal(t.summary, "4x Performance + 6x Efficiency");
+    int32_t cpus[4];
+    assert_int_equal(tb_cpu_topo_pick(&t, 4, cpus), 4);
+    assert_int_equal(cpus[3], 3);
+    /* FEAT_SVE absent: "FEAT_SVE2: 1" alone does not set sve */
+    assert_int_equal(tb_cpu_topo_from_sysctl("hw.optional.arm.FEAT_SVE2: 1\nhw.optional.neon=1", &t), TB_OK);
+    assert_true(t.sve2 && t.asimd);
+    assert_false(t.sve);
+    assert_int_equal(tb_cpu_topo_from_sysctl("", &t), TB_OK);
+    assert_int_equal(t.n_cpus, 0);
+    assert_string_equal(t.features_from, "");
+    assert_int_equal(tb_cpu_topo_from_sysctl(NULL, &t), TB_ERR_ARG);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_phone, fresh_root, drop_root),
         cmocka_unit_test_setup_teardown(test_board, fresh_root, drop_root),
         cmocka_unit_test_setup_teardown(test_hwcap_bits, fresh_root, drop_root),
         cmocka_unit_test_setup_teardown(test_empty_and_garbage, fresh_root, drop_root),
+        cmocka_unit_test(test_sysctl),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
