@@ -272,7 +272,11 @@ int64_t tb_facts_peak_rss(void) {
 
 void tb_facts_uuid(char out[37]) {
     uint8_t b[16];
+#if defined(__APPLE__)   /* macOS has getentropy, not getrandom */
+    if (getentropy(b, sizeof b) != 0) {
+#else
     if (getrandom(b, sizeof b, 0) != (ssize_t)sizeof b) {
+#endif
         uint64_t x = tb_now_ns() ^ ((uint64_t)getpid() << 32) ^ (uint64_t)time(NULL);
         for (int i = 0; i < 16; i++) {
             x ^= x << 13; x ^= x >> 7; x ^= x << 17;

@@ -26,7 +26,7 @@ int  tb_facts_model(const tb_model_t *m, const char *path, tb_type_t kv_type,
                     tb_model_facts_t *out);
 /* Peak resident set size of this process in bytes (VmHWM), -1 if unknown. */
 int64_t tb_facts_peak_rss(void);
-/* Random RFC 4122 version-4 UUID text (getrandom; time/pid fallback). */
+/* Random RFC 4122 version-4 UUID text (getrandom, macOS getentropy; time/pid fallback). */
 void tb_facts_uuid(char out[37]);
 
 #endif
