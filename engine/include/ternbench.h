@@ -305,9 +305,10 @@ int tb_cpu_topo_pick(const tb_cpu_topo_t *t, int n, int32_t *cpus);
 /* Thread placement: the CPUs pool threads are pinned to when a pool
  * starts, thread i (the caller is 0) on entry i mod n. Set by tb_cpus_set,
  * else the TB_CPUS environment variable (a CPU list, read at first use; a
- * bad one is ignored), else the default: where the cores are of more than
- * one kind, every core fastest kind first (tb_cpu_topo_pick), so n threads
- * use the n fastest cores; elsewhere none (the kernel places threads).
+ * bad one is ignored), else the default: on ARM, where the cores are of
+ * more than one kind (MIDR parts known), every core fastest kind first
+ * (tb_cpu_topo_pick), so n threads use the n fastest cores; elsewhere none
+ * (the kernel places threads).
  * Like tb_isa_set, set it before creating sessions. */
 /* Parse a CPU list "0-3,6" into cpus (cap entries): the count, or
  * TB_ERR_ARG naming the bad part. */

@@ -5,11 +5,11 @@
  * is pinned to entry i mod n when its pool starts (tb_pool_new pins the
  * caller, each worker pins itself). It comes from tb_cpus_set /
  * tb_cpus_set_str (the CLI's --cpus), else the TB_CPUS environment
- * variable, read once, else the default: on a machine whose cores are of
- * more than one kind (tb_cpu_topo_host: a phone's prime, performance and
- * efficiency cores), every core fastest kind first, so that n threads run
- * on the n fastest cores; on a machine of one kind, none (the kernel
- * places the threads). A CPU the process may not use (an Android cpuset,
+ * variable, read once, else the default: on an ARM machine whose cores are
+ * of more than one kind (tb_cpu_topo_host with MIDR parts: a phone's
+ * prime, performance and efficiency cores), every core fastest kind first,
+ * so that n threads run on the n fastest cores; elsewhere none (the
+ * kernel places the threads). A CPU the process may not use (an Android cpuset,
  * an offline core) leaves that thread where the kernel put it; which CPU
  * a thread ran on can be read with tb_cpus_current. macOS has no thread
  * pinning: there every pin is refused (-1) and the lists are kept only.
@@ -66,8 +66,10 @@ static void choose_default(void) {
         int n = tb_cpus_parse(env, place, TB_TOPO_MAX_CPUS);
         if (n > 0) { n_place = n; return; }   /* as TB_ISA: a bad value is ignored */
     }
+    /* ARM kinds only (MIDR parts known): an x86 hybrid's capacities would
+     * order SMT siblings next to each other, which this list does not know */
     const tb_cpu_topo_t *t = tb_cpu_topo_host();
-    n_place = t->n_kinds > 1 ? tb_cpu_topo_pick(t, TB_TOPO_MAX_CPUS, place) : 0;
+    n_place = t->n_kinds > 1 && t->kind[0].part >= 0 ? tb_cpu_topo_pick(t, TB_TOPO_MAX_CPUS, place) : 0;
 }
 
 int tb_cpus_set(const int32_t *cpus, int n) {

@@ -8,7 +8,11 @@
  *    to entry i mod len (tb_pool_cpus) and each thread runs there
  *    (sched_getcpu inside a pool run); a 1-thread pool pins nothing;
  *  - tb_cpus_set(NULL, 0) returns to the default, which on a machine of
- *    one core kind is no placement.
+ *    one core kind is no placement;
+ *  - with argv[1] "default": TB_CPU_ROOT names a fake two-core phone tree
+ *    (cpu1 a Cortex-X4, cpu0 a Cortex-A520) before the first read, and the
+ *    default placement is 1, 0 (fastest first); a 2-thread pool runs there
+ *    (where this process may use CPUs 0 and 1).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -17,7 +21,10 @@
 #include <cmocka.h>
 
 #include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "ternbench.h"
 
@@ -83,7 +90,55 @@ static void test_pin(void **st) {
     assert_int_equal(sched_setaffinity(0, sizeof set, &set), 0);
 }
 
-int main(void) {
+static char root[256];
+
+static void put(const char *rel, const char *text) {
+    char p[512];
+    snprintf(p, sizeof p, "%s%s", root, rel);
+    for (char *q = p + strlen(root) + 1; *q; q++)
+        if (*q == '/') { *q = '\0'; mkdir(p, 0755); *q = '/'; }
+    FILE *f = fopen(p, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+}
+
+static void test_default(void **st) {
+    (void)st;
+    snprintf(root, sizeof root, "/tmp/tb_placement_XXXXXX");
+    assert_non_null(mkdtemp(root));
+    put("/proc/cpuinfo", "processor\t: 0\nCPU implementer\t: 0x41\nCPU part\t: 0xd80\n\n"
+                         "processor\t: 1\nCPU implementer\t: 0x41\nCPU part\t: 0xd82\n\n");
+    put("/sys/devices/system/cpu/cpu0/cpu_capacity", "250\n");
+    put("/sys/devices/system/cpu/cpu1/cpu_capacity", "1024\n");
+    assert_int_equal(setenv("TB_CPU_ROOT", root, 1), 0);
+    assert_int_equal(unsetenv("TB_CPUS"), 0);
+    int32_t got[4];
+    assert_int_equal(tb_cpus_get(got, 4), 2);
+    assert_int_equal(got[0], 1);
+    assert_int_equal(got[1], 0);
+    cpu_set_t set;
+    assert_int_equal(sched_getaffinity(0, sizeof set, &set), 0);
+    if (CPU_ISSET(0, &set) && CPU_ISSET(1, &set)) {
+        tb_pool_t *p;
+        assert_int_equal(tb_pool_new(2, &p), TB_OK);
+        seen_t s;
+        tb_pool_run(p, where, &s);
+        assert_int_equal(s.cpu[0], 1);
+        assert_int_equal(s.cpu[1], 0);
+        tb_pool_free(p);
+        assert_int_equal(sched_setaffinity(0, sizeof set, &set), 0);
+    }
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", root);
+    assert_int_equal(system(cmd), 0);
+}
+
+int main(int argc, char **argv) {
+    if (argc > 1 && !strcmp(argv[1], "default")) {
+        const struct CMUnitTest tests[] = {cmocka_unit_test(test_default)};
+        return cmocka_run_group_tests(tests, NULL, NULL);
+    }
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_parse),
         cmocka_unit_test(test_pin),
