@@ -6,12 +6,14 @@
  * export writes one row per measurement (repetition >= 0, and the -1
  * summaries); --all adds the spread rows ("metric:stddev" ...).
  */
+#include "analysis.h"
 #include "commands.h"
 #include "store.h"
 #include "ternbench.h"
 
 #include <errno.h>
 #include <sqlite3.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -165,26 +167,35 @@ int cmd_show(int argc, char **argv) {
     bad |= show_row(d, "build", "SELECT b.version, b.git_commit, b.git_dirty, b.compiler, b.cflags,"
                     " b.build_type, b.isa_best FROM builds b JOIN runs r ON r.build_id = b.id WHERE r.id = ?1", id);
 
-    sqlite3_stmt *st = prep(d, "show",
-        "SELECT t.label, t.status, COALESCE(t.thermal_state, ''), m.metric, m.value, m.unit,"
-        " COALESCE((SELECT x.value FROM measurements x WHERE x.test_id = t.id AND x.repetition = -1"
-        "           AND x.metric = m.metric || ':stddev'), 0), COALESCE(t.error, '')"
-        " FROM tests t LEFT JOIN measurements m ON m.test_id = t.id AND m.repetition = -1"
-        "   AND instr(m.metric, ':') = 0"
-        " WHERE t.run_id = ?1 ORDER BY t.id, m.metric");
+    /* per test: every metric's median over repetitions ± stddev, derived
+     * from the per-repetition rows (analysis.h) */
+    sqlite3_stmt *st = prep(d, "show", "SELECT id, COALESCE(thermal_state, ''), COALESCE(error, '')"
+                                       " FROM tests WHERE run_id = ?1 ORDER BY id");
     if (st) {
         sqlite3_bind_int64(st, 1, id);
-        printf("tests (headline statistic over repetitions ± stddev)\n");
-        char last[128] = "";
+        printf("tests (median over repetitions ± stddev, n repetitions)\n");
         while (sqlite3_step(st) == SQLITE_ROW) {
-            if (strcmp(last, col(st, 0)) != 0) {
-                snprintf(last, sizeof last, "%s", col(st, 0));
-                printf("  %s  [%s, thermal %s]%s%s\n", last, col(st, 1), col(st, 2),
-                       *col(st, 7) ? "  error: " : "", col(st, 7));
+            tb_an_test_t t;
+            if (tb_an_test_load(d, sqlite3_column_int64(st, 0), &t) != TB_OK) {
+                fprintf(stderr, "ternbench show: %s\n", tb_last_error());
+                bad = 1;
+                continue;
             }
-            if (sqlite3_column_type(st, 3) != SQLITE_NULL)
-                printf("    %-26s %14.4f ± %-10.4f %s\n", col(st, 3), sqlite3_column_double(st, 4),
-                       sqlite3_column_double(st, 6), col(st, 5));
+            printf("  %s  [%s, thermal %s]%s%s\n", t.label, t.status, col(st, 1),
+                   *col(st, 2) ? "  error: " : "", col(st, 2));
+            for (int m = 0; m < TB_M_COUNT; m++) {
+                double v[1024];
+                size_t n = 0;
+                const double *x = tb_an_series(&t, (tb_metric_id_t)m);
+                for (int r = 0; r < t.n_rep && n < 1024; r++)
+                    if (isfinite(x[r])) v[n++] = x[r];
+                if (!n) continue;
+                tb_stats_summary_t sm;
+                tb_stats_summarize(v, n, &sm);
+                printf("    %-26s %14.4f ± %-10.4f %-8s n=%zu\n", tb_metrics[m].name, sm.median, sm.stddev,
+                       tb_metrics[m].unit, n);
+            }
+            tb_an_test_free(&t);
         }
         sqlite3_finalize(st);
     } else bad = 1;

@@ -127,19 +127,29 @@ int cmd_run(int argc, char **argv) {
     sigaction(SIGTERM, &sa, NULL);
 
     for (int i = 0; i < n_plans && !stop_flag; i++) {
-        for (int v = 0; v < tb_plan_n_variants(&plans[i]) && !stop_flag; v++) {
+        /* [protocol] interleave = rep|token: the types as groups taking turns, else one by one */
+        const int nv = tb_plan_n_variants(&plans[i]);
+        const int il = (int)plans[i].protocol.v[K_PROTO_INTERLEAVE].i;
+        const int per = il && nv > 1 ? TB_GROUP_MAX : 1;
+        for (int v = 0; v < nv && !stop_flag; v += per) {
+            const int n = nv - v < per ? nv - v : per;
             tb_run_opts_t o = {.quiet = quiet, .n_tags = n_tags, .tag_keys = keys,
                                .tag_values = vals, .stop = &stop_flag, .summary = stdout,
-                               .variant = v};
-            tb_run_result_t res;
-            if (tb_runner_run(&plans[i], store, &o, &res) != TB_OK) {
+                               .variant = v, .interleave = il == 2 ? TB_INTERLEAVE_TOKEN : TB_INTERLEAVE_REP};
+            const tb_plan_t *pp[TB_GROUP_MAX];
+            int vars[TB_GROUP_MAX];
+            for (int k = 0; k < n; k++) { pp[k] = &plans[i]; vars[k] = v + k; }
+            tb_run_result_t res[TB_GROUP_MAX];
+            if (tb_runner_run_group(pp, vars, n, store, &o, res) != TB_OK) {
                 fprintf(stderr, "ternbench run: %s: %s\n", plans[i].path, tb_last_error());
                 status = status ? status : 1;
                 continue;
             }
             fflush(stdout);
-            if (res.interrupted) status = 130;
-            else if (res.n_failed && status == 0) status = 1;
+            for (int k = 0; k < n; k++) {
+                if (res[k].interrupted) status = 130;
+                else if (res[k].n_failed && status == 0) status = 1;
+            }
         }
     }
     if (stop_flag) {

@@ -22,6 +22,7 @@ int cmd_list(int argc, char **argv);
 int cmd_show(int argc, char **argv);
 int cmd_export(int argc, char **argv);
 int cmd_report(int argc, char **argv);
+int cmd_metrics(int argc, char **argv);      /* the metric registry         */
 
 /* Print s to stdout as a JSON string (quoted, escaped); cmd_results.c. */
 void cmd_json_str(const char *s);
@@ -37,5 +38,19 @@ int cmd_probe(int threads, double *gbps);
  * (tb_cpu_probe) and vector throughput in ops per ns (tb_cpu_probe_vec),
  * best of 3 passes each; 0, or the engine's code after printing it. */
 int cmd_cpu_probe(int threads, double *ghz_min, double *vec_min);
+
+/* Run tags from the command line (cmd_tags.c): --tag KEY=VALUE, then the
+ * engine's provenance tags (prefetch_bytes, prefetch_l2) unless given. */
+#define CMD_MAX_TAGS 64
+typedef struct cmd_tags {
+    const char *keys[CMD_MAX_TAGS + 2], *vals[CMD_MAX_TAGS + 2];
+    char *owned[CMD_MAX_TAGS];
+    int n;
+    char pf_val[24];
+} cmd_tags_t;
+/* 0, or the exit status after printing the error (naming cmd). */
+int  cmd_tag_add(cmd_tags_t *t, const char *cmd, const char *kv);
+void cmd_tags_add_engine(cmd_tags_t *t);
+void cmd_tags_free(cmd_tags_t *t);
 
 #endif

@@ -25,6 +25,7 @@ static const struct {
     {"list",       cmd_list,       "[--db PATH]  list recorded runs"},
     {"show",       cmd_show,       "RUN [--db PATH]  one run in detail"},
     {"export",     cmd_export,     "[--format csv|json|md] [--run ID...]  export measurements"},
+    {"metrics",    cmd_metrics,    "[--md|--json]  every metric a repetition records: unit, better direction, kinds"},
     {"report",     cmd_report,     "[--db PATH] [--run ID...|--tag K=V|--last N] --out DIR  plots and tables"},
 };
 

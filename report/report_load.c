@@ -348,7 +348,8 @@ static int load_tests(loader_t *L, rp_run_t *r) {
         t->depth = rp_json_number(t->params, "depth", &v) == TB_OK ? v : label_number(t->label, "d");
         if (!isfinite(t->depth)) t->depth = 0;
         t->prompt_tokens = rp_json_number(t->params, "prompt_tokens", &v) == TB_OK ? v : label_number(t->label, "pp");
-        t->gen_tokens = rp_json_number(t->params, "gen_tokens", &v) == TB_OK ? v : label_number(t->label, "tg");
+        /* the runner's parameter is "tokens" (decode, generate, sustained) */
+        t->gen_tokens = rp_json_number(t->params, "tokens", &v) == TB_OK ? v : label_number(t->label, "tg");
     }
     sqlite3_finalize(st);
     tb_clear_error();   /* absent params members are not errors */
@@ -436,6 +437,13 @@ int rp_set_load(rp_set_t *set, const tb_report_opts_t *opts,
         if (!rc && cmp.n == 0)
             rc = tb_err(TB_ERR_NOT_FOUND, "report: compare selection (%s) matches no run",
                         sel_text(&opts->target, sb, sizeof sb));
+        /* a run on both sides would be compared with itself */
+        for (int i = 0; !rc && i < base.n; i++)
+            for (int k = 0; !rc && k < cmp.n; k++)
+                if (base.v[i] == cmp.v[k])
+                    rc = tb_err(TB_ERR_ARG, "report: run %lld is selected by both --baseline (%s) and --compare;"
+                                " the sides must not overlap", (long long)base.v[i],
+                                sel_text(&opts->baseline, sb, sizeof sb));
         for (int i = 0; !rc && i < base.n; i++) rc = ids_add(&all, base.v[i]);
         for (int i = 0; !rc && i < cmp.n; i++) rc = ids_add(&all, cmp.v[i]);
     } else {
@@ -467,6 +475,20 @@ int rp_set_load(rp_set_t *set, const tb_report_opts_t *opts,
         for (int i = 0; !rc && i < set->n_runs; i++) {
             for (int k = 0; k < base.n; k++) if (base.v[k] == set->runs[i].id) (*in_base)[i] = 1;
             for (int k = 0; k < cmp.n; k++) if (cmp.v[k] == set->runs[i].id) (*in_cmp)[i] = 1;
+        }
+        /* one median per side: a side whose runs hold several weight formats would merge them */
+        for (int side = 0; !rc && side < 2; side++) {
+            const char *first = NULL;
+            const unsigned char *in = side ? *in_cmp : *in_base;
+            for (int i = 0; !rc && i < set->n_runs; i++) {
+                const char *ty = set->runs[i].main_type ? set->runs[i].main_type : "";
+                if (!in[i]) continue;
+                if (!first) first = ty;
+                else if (strcmp(first, ty))
+                    rc = tb_err(TB_ERR_ARG, "report: the %s runs hold several weight formats (%s, %s): select one"
+                                " format per side (e.g. format:%s)", side ? "--compare" : "--baseline", first,
+                                ty, first);
+            }
         }
     }
     free(all.v);

@@ -9,6 +9,7 @@
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <math.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -23,7 +24,7 @@ enum {
     ST_HOST_INS, ST_HOST_SEL, ST_BUILD_INS, ST_BUILD_SEL,
     ST_MODEL_INS, ST_MODEL_UPD, ST_MODEL_SEL, ST_SCEN_INS, ST_SCEN_SEL,
     ST_RUN_INS, ST_TAG_INS, ST_RUN_END,
-    ST_TEST_INS, ST_TEST_END,
+    ST_TEST_INS, ST_TEST_END, ST_PARAM_INS, ST_PARAM_JSON,
     ST_MEAS, ST_TOKEN, ST_SENSOR, ST_ABSENT, ST_WINDOW,
     ST_COUNT
 };
@@ -59,16 +60,21 @@ static const char *const stmt_sql[ST_COUNT] = {
                      " bandwidth_gbps_after = ?5 WHERE id = ?1",
     [ST_TEST_INS]  = "INSERT INTO tests (run_id, section, kind, label, params, status)"
                      " VALUES (?,?,?,?,?,'running')",
-    [ST_TEST_END]  = "UPDATE tests SET status = ?2, thermal_state = ?3, error = ?4 WHERE id = ?1",
+    [ST_TEST_END]  = "UPDATE tests SET status = ?2, thermal_state = ?3, error = ?4,"
+                     " ref_slowdown_pct = ?5 WHERE id = ?1",
+    [ST_PARAM_INS] = "INSERT OR REPLACE INTO test_params (test_id, key, value) VALUES (?,?,?)",
+    [ST_PARAM_JSON] = "UPDATE tests SET params = (SELECT json_group_object(key, value) FROM"
+                     " test_params WHERE test_id = ?1)"
+                     " WHERE id = ?1",
     [ST_MEAS]      = "INSERT OR REPLACE INTO measurements (test_id, repetition, metric, value, unit)"
                      " VALUES (?,?,?,?,?)",
     [ST_TOKEN]     = "INSERT OR REPLACE INTO token_events (test_id, repetition, idx, phase, t_ns,"
-                     " token_id, text) VALUES (?,?,?,?,?,?,?)",
+                     " token_id, text, dur_ns) VALUES (?,?,?,?,?,?,?,?)",
     [ST_SENSOR]    = "INSERT INTO sensor_samples (run_id, test_id, t_ns, sensor, value, unit)"
                      " VALUES (?,?,?,?,?,?)",
     [ST_ABSENT]    = "INSERT OR REPLACE INTO sensor_absent (run_id, sensor, reason) VALUES (?,?,?)",
     [ST_WINDOW]    = "INSERT OR REPLACE INTO windows (test_id, repetition, idx, n_tokens, t0_ns,"
-                     " t1_ns, tok_per_s, ctx_pos) VALUES (?,?,?,?,?,?,?,?)",
+                     " t1_ns, tok_per_s, ctx_pos, refill_ns, refills) VALUES (?,?,?,?,?,?,?,?,?,?)",
 };
 
 struct tb_store {
@@ -137,6 +143,10 @@ static void b_real(binder_t *b, int i, double v) {
 static void b_real_or_null(binder_t *b, int i, double v) {
     if (b->rc != SQLITE_OK) return;
     b->rc = v < 0 ? sqlite3_bind_null(b->st, i) : sqlite3_bind_double(b->st, i, v);
+}
+static void b_real_or_nan(binder_t *b, int i, double v) {   /* NAN: NULL */
+    if (b->rc != SQLITE_OK) return;
+    b->rc = isnan(v) ? sqlite3_bind_null(b->st, i) : sqlite3_bind_double(b->st, i, v);
 }
 static void b_blob(binder_t *b, int i, const void *p, size_t n) {
     if (b->rc != SQLITE_OK) return;
@@ -443,22 +453,6 @@ int tb_store_run_end(tb_store_t *s, int64_t run_id, const char *status, const ch
     b_int(&b, 1, run_id); b_text(&b, 2, status); b_text(&b, 3, now);
     b_text(&b, 4, error); b_real_or_null(&b, 5, bandwidth_gbps_after);
     int rc = b_finish(&b, "end run");
-    /* The roofline of a run is the best of its two bandwidth probes (as
-     * `ternbench bench` and the report's roofline chart define it); tests
-     * stored roofline_pct against the probe before the run, so rescale them
-     * when the probe after it read higher. */
-    if (rc == TB_OK) {
-        char sql[512];
-        snprintf(sql, sizeof sql,
-                 "UPDATE measurements SET value = value * (SELECT bandwidth_gbps_before /"
-                 " bandwidth_gbps_after FROM runs WHERE id = %lld)"
-                 " WHERE (metric = 'roofline_pct' OR metric LIKE 'roofline_pct:%%')"
-                 " AND test_id IN (SELECT id FROM tests WHERE run_id = %lld)"
-                 " AND (SELECT bandwidth_gbps_before > 0 AND bandwidth_gbps_after >"
-                 " bandwidth_gbps_before FROM runs WHERE id = %lld)",
-                 (long long)run_id, (long long)run_id, (long long)run_id);
-        rc = exec(s, sql, "rescale roofline");
-    }
     /* Tests still 'running' in a run that ended are interrupted. */
     if (rc == TB_OK && strcmp(status, "complete") != 0) {
         char sql[160];
@@ -470,22 +464,38 @@ int tb_store_run_end(tb_store_t *s, int64_t run_id, const char *status, const ch
 }
 
 int tb_store_test_begin(tb_store_t *s, int64_t run_id, const char *section, const char *kind,
-                        const char *label, const char *params_json, int64_t *test_id) {
+                        const char *label, const tb_param_t *params, int n_params,
+                        int64_t *test_id) {
     int rc = tb_store_tx_begin(s);
     if (rc) return rc;
     binder_t b = {s, stmt(s, ST_TEST_INS), SQLITE_OK};
     b_int(&b, 1, run_id); b_text(&b, 2, section); b_text(&b, 3, kind);
-    b_text(&b, 4, label); b_text(&b, 5, params_json);
+    b_text(&b, 4, label); b_text(&b, 5, "{}");
     if ((rc = b_finish(&b, "insert test"))) { tb_store_tx_rollback(s); return rc; }
     *test_id = sqlite3_last_insert_rowid(s->db);
+    for (int i = 0; i < n_params && rc == TB_OK; i++) {
+        const tb_param_t *p = &params[i];
+        binder_t q = {s, stmt(s, ST_PARAM_INS), SQLITE_OK};
+        b_int(&q, 1, *test_id); b_text(&q, 2, p->key);
+        if (p->type == TB_PARAM_INT) b_int(&q, 3, p->i);
+        else if (p->type == TB_PARAM_REAL) b_real(&q, 3, p->f);
+        else b_text(&q, 3, p->s ? p->s : "");
+        rc = b_finish(&q, "insert test parameter");
+    }
+    if (rc == TB_OK) {
+        binder_t j = {s, stmt(s, ST_PARAM_JSON), SQLITE_OK};
+        b_int(&j, 1, *test_id);
+        rc = b_finish(&j, "test parameters");
+    }
+    if (rc) { tb_store_tx_rollback(s); return rc; }
     return tb_store_tx_commit(s);
 }
 
 int tb_store_test_end(tb_store_t *s, int64_t test_id, const char *status,
-                      const char *thermal_state, const char *error) {
+                      const char *thermal_state, const char *error, double ref_slowdown_pct) {
     binder_t b = {s, stmt(s, ST_TEST_END), SQLITE_OK};
     b_int(&b, 1, test_id); b_text(&b, 2, status); b_text(&b, 3, thermal_state);
-    b_text(&b, 4, error);
+    b_text(&b, 4, error); b_real_or_nan(&b, 5, ref_slowdown_pct);
     return b_finish(&b, "end test");
 }
 
@@ -502,12 +512,12 @@ int tb_store_add_measurement(tb_store_t *s, int64_t test_id, int repetition,
 }
 
 int tb_store_add_token(tb_store_t *s, int64_t test_id, int repetition, int idx,
-                       const char *phase, int64_t t_ns, int32_t token_id,
+                       const char *phase, int64_t t_ns, int64_t dur_ns, int32_t token_id,
                        const void *text, size_t text_len) {
     binder_t b = {s, stmt(s, ST_TOKEN), SQLITE_OK};
     b_int(&b, 1, test_id); b_int(&b, 2, repetition); b_int(&b, 3, idx);
     b_text(&b, 4, phase); b_int(&b, 5, t_ns); b_int(&b, 6, token_id);
-    b_blob(&b, 7, text ? text : "", text_len);
+    b_blob(&b, 7, text ? text : "", text_len); b_int_or_null(&b, 8, dur_ns);
     return b_finish(&b, "insert token event");
 }
 
@@ -527,10 +537,11 @@ int tb_store_add_absent(tb_store_t *s, int64_t run_id, const char *sensor, const
 
 int tb_store_add_window(tb_store_t *s, int64_t test_id, int repetition, int idx,
                         int n_tokens, int64_t t0_ns, int64_t t1_ns, double tok_per_s,
-                        int ctx_pos) {
+                        int ctx_pos, int64_t refill_ns, int refills) {
     binder_t b = {s, stmt(s, ST_WINDOW), SQLITE_OK};
     b_int(&b, 1, test_id); b_int(&b, 2, repetition); b_int(&b, 3, idx);
     b_int(&b, 4, n_tokens); b_int(&b, 5, t0_ns); b_int(&b, 6, t1_ns);
-    b_real(&b, 7, tok_per_s); b_int(&b, 8, ctx_pos);
+    b_real(&b, 7, tok_per_s); b_int(&b, 8, ctx_pos); b_int(&b, 9, refill_ns);
+    b_int(&b, 10, refills);
     return b_finish(&b, "insert window");
 }

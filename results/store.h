@@ -124,17 +124,29 @@ int tb_store_run_begin(tb_store_t *s, const tb_run_facts_t *r, int64_t *run_id);
 /* status: "complete", "failed", "interrupted". error and bw_after (< 0) optional. */
 int tb_store_run_end(tb_store_t *s, int64_t run_id, const char *status,
                      const char *error, double bandwidth_gbps_after);
+/* A test parameter, typed (test_params; tests.params is its JSON object,
+ * built by SQLite from these rows). */
+typedef enum { TB_PARAM_INT, TB_PARAM_REAL, TB_PARAM_TEXT } tb_param_type_t;
+typedef struct tb_param {
+    const char *key;
+    tb_param_type_t type;
+    int64_t i;
+    double f;
+    const char *s;
+} tb_param_t;
 int tb_store_test_begin(tb_store_t *s, int64_t run_id, const char *section,
-                        const char *kind, const char *label, const char *params_json,
-                        int64_t *test_id);
+                        const char *kind, const char *label, const tb_param_t *params,
+                        int n_params, int64_t *test_id);
+/* ref_slowdown_pct: the reference workload's worst slowdown, NAN unknown. */
 int tb_store_test_end(tb_store_t *s, int64_t test_id, const char *status,
-                      const char *thermal_state, const char *error);
+                      const char *thermal_state, const char *error, double ref_slowdown_pct);
 
 /* ---- rows written inside a repetition's transaction ---- */
 int tb_store_add_measurement(tb_store_t *s, int64_t test_id, int repetition,
                              const char *metric, double value, const char *unit);
+/* dur_ns: a decode token's own step time, < 0 unknown (NULL). */
 int tb_store_add_token(tb_store_t *s, int64_t test_id, int repetition, int idx,
-                       const char *phase, int64_t t_ns, int32_t token_id,
+                       const char *phase, int64_t t_ns, int64_t dur_ns, int32_t token_id,
                        const void *text, size_t text_len);
 /* test_id < 0: sample not tied to a test. */
 int tb_store_add_sensor(tb_store_t *s, int64_t run_id, int64_t test_id, int64_t t_ns,
@@ -143,6 +155,6 @@ int tb_store_add_absent(tb_store_t *s, int64_t run_id, const char *sensor,
                         const char *reason);
 int tb_store_add_window(tb_store_t *s, int64_t test_id, int repetition, int idx,
                         int n_tokens, int64_t t0_ns, int64_t t1_ns, double tok_per_s,
-                        int ctx_pos);
+                        int ctx_pos, int64_t refill_ns, int refills);
 
 #endif
