@@ -38,7 +38,7 @@ static void usage(FILE *f) {
                "--prefetch BYTES  software prefetch distance of the streaming matvecs: 0 (none) or a\n"
                "                  multiple of 64 up to %d (as TB_PREFETCH=BYTES does; default %zu on this CPU)\n"
                "--cpus LIST       pin thread i to the i-th CPU of LIST (0-3,6; as TB_CPUS=LIST does; default:\n"
-               "                  the fastest cores first where they are of several kinds, else unpinned)\n",
+               "                  on ARM the fastest cores first where they are of several kinds, else unpinned)\n",
             TB_PREFETCH_MAX, tb_prefetch_default());
 }
 
