@@ -247,6 +247,10 @@ static int model_info(int argc, char **argv) {
         printf("  %-14s %14" PRIu64 "  %s\n", rows[i].what, rows[i].v, b1);
     }
     printf("\nisa:             %s (%s)\n", tb_isa_name(tb_isa_active()), tb_isa_features());
+    const tb_cpu_topo_t *topo = tb_cpu_topo_host();   /* ARM: the kernel's view (docs/arm.md) */
+    if (topo->features_from[0])
+        printf("cpu features:    %s (%s)\n", topo->features[0] ? topo->features : "none", topo->features_from);
+    if (topo->n_kinds > 0 && topo->kind[0].part >= 0) printf("cpu cores:       %s\n", topo->summary);
     printf("prefetch:        %zu bytes ahead (this CPU's default %zu), L2 stage %s\n", tb_prefetch_bytes(),
            tb_prefetch_default(), tb_prefetch_l2() ? "on" : "off");
     fmt_bytes(b1, sizeof b1, in.repack_bytes);

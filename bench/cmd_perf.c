@@ -577,7 +577,7 @@ int cmd_kernels(int argc, char **argv) {
         tiers[n_tiers++] = one;
     } else {
         /* every available tier up to the active one, ref excluded (too slow) */
-        for (int k = TB_ISA_GENERIC; k <= TB_ISA_NEON; k++)
+        for (int k = TB_ISA_GENERIC; k <= TB_ISA_LAST; k++)
             if (tb_isa_set((tb_isa_t)k) == TB_OK && k <= (int)start) tiers[n_tiers++] = (tb_isa_t)k;
         if (!n_tiers) tiers[n_tiers++] = start;
     }

@@ -38,12 +38,14 @@ static const struct {
 
 static void usage(FILE *f) {
     fprintf(f, "ternbench %s — benchmark and reproduce on-device LLM speed claims\n\n"
-               "usage: ternbench [--isa I] [--prefetch BYTES] COMMAND [ARGS]\n\ncommands:\n", TB_VERSION_STRING);
+               "usage: ternbench [--isa I] [--prefetch BYTES] [--cpus LIST] COMMAND [ARGS]\n\ncommands:\n", TB_VERSION_STRING);
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         fprintf(f, "  %-11s %s\n", commands[i].name, commands[i].help);
-    fprintf(f, "\n--isa ref|generic|avx2|avx512|neon caps the kernel tier for the command (as TB_ISA=I does)\n"
+    fprintf(f, "\n--isa ref|generic|avx2|avx512|neon|dotprod caps the kernel tier for the command (as TB_ISA=I does)\n"
                "--prefetch BYTES  software prefetch distance of the streaming matvecs: 0 (none) or a\n"
-               "                  multiple of 64 up to %d (as TB_PREFETCH=BYTES does; default %zu on this CPU)\n",
+               "                  multiple of 64 up to %d (as TB_PREFETCH=BYTES does; default %zu on this CPU)\n"
+               "--cpus LIST       pin thread i to the i-th CPU of LIST (0-3,6; as TB_CPUS=LIST does; default:\n"
+               "                  on ARM the fastest cores first where they are of several kinds, else unpinned)\n",
             TB_PREFETCH_MAX, tb_prefetch_default());
 }
 
@@ -65,12 +67,17 @@ int main(int argc, char **argv) {
     }
     if (!strcmp(argv[1], "--version")) { printf("ternbench %s\n", TB_VERSION_STRING); return 0; }
     /* the global options, in any order, before the command */
-    while (argc >= 2 && (!strcmp(argv[1], "--isa") || !strcmp(argv[1], "--prefetch"))) {
+    while (argc >= 2 && (!strcmp(argv[1], "--isa") || !strcmp(argv[1], "--prefetch") || !strcmp(argv[1], "--cpus"))) {
         if (argc < 4) { usage(stderr); return 2; }
         if (!strcmp(argv[1], "--isa")) {
             tb_isa_t isa;
             if (tb_isa_from_name(argv[2], &isa) != TB_OK || tb_isa_set(isa) != TB_OK) {
                 fprintf(stderr, "ternbench: --isa %s: %s\n", argv[2], tb_last_error());
+                return 2;
+            }
+        } else if (!strcmp(argv[1], "--cpus")) {
+            if (tb_cpus_set_str(argv[2]) != TB_OK) {
+                fprintf(stderr, "ternbench: --cpus %s: %s\n", argv[2], tb_last_error());
                 return 2;
             }
         } else if (tb_prefetch_set_str(argv[2]) != TB_OK) {

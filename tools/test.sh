@@ -4,6 +4,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tools/setup.sh --asan
+# the static aarch64 binary that the suite runs under qemu-user (e2e_aarch64_qemu)
+tools/build-aarch64.sh
 echo "== tests: release build =="
 meson test -C build --print-errorlogs --num-processes 2
 echo "== instruction counts against tests/gate/count-baseline.txt (callgrind, 10-20 s) =="

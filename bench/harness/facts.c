@@ -60,6 +60,37 @@ static void cpu_from_proc(tb_host_facts_t *h) {
     if (h->threads < 0) h->threads = (int)sysconf(_SC_NPROCESSORS_ONLN);
 }
 
+/* MIDR implementer codes of the vendors whose cores tb_cpu_midr_name
+ * knows (Linux arch/arm64/include/asm/cputype.h, ARM_CPU_IMP_*). */
+static const char *implementer_name(int impl) {
+    switch (impl) {
+    case 0x41: return "ARM";
+    case 0x51: return "Qualcomm";
+    case 0x61: return "Apple";
+    case 0x48: return "HiSilicon";
+    case 0x4e: return "NVIDIA";
+    case 0x53: return "Samsung";
+    default: return NULL;
+    }
+}
+
+void tb_facts_host_arm(const tb_cpu_topo_t *t, tb_host_facts_t *h) {
+    bool arm = t->features_from[0] && !strcmp(t->features_from, "hwcap");
+    for (int k = 0; k < t->n_kinds; k++) arm |= t->kind[k].implementer >= 0;
+    if (!arm) return;
+    if (t->n_kinds > 0 && t->kind[0].implementer >= 0) {
+        const char *v = implementer_name(t->kind[0].implementer);
+        if (v) snprintf(h->cpu_vendor, sizeof h->cpu_vendor, "%s", v);
+        else snprintf(h->cpu_vendor, sizeof h->cpu_vendor, "implementer 0x%02x", t->kind[0].implementer);
+        h->cpu_model = t->kind[0].part;
+    }
+    if (t->summary[0] && t->kind[0].part >= 0) snprintf(h->cpu_brand, sizeof h->cpu_brand, "%.127s", t->summary);
+    if (t->features_from[0])
+        snprintf(h->isa_flags, sizeof h->isa_flags, "%s (%s)", t->features[0] ? t->features : "none",
+                 t->features_from);
+    if (t->n_cpus > 0) h->cores = t->n_cpus;
+}
+
 void tb_facts_host(tb_host_facts_t *h) {
     memset(h, 0, sizeof *h);
     h->cpu_family = h->cpu_model = h->cpu_stepping = -1;
@@ -92,6 +123,7 @@ void tb_facts_host(tb_host_facts_t *h) {
     }
 #endif
     cpu_from_proc(h);
+    tb_facts_host_arm(tb_cpu_topo_host(), h);
     /* The machine's online CPU count is what the harness can use; libcpuid
      * reports one package. */
     long online = sysconf(_SC_NPROCESSORS_ONLN);
@@ -240,7 +272,11 @@ int64_t tb_facts_peak_rss(void) {
 
 void tb_facts_uuid(char out[37]) {
     uint8_t b[16];
+#if defined(__APPLE__)   /* macOS has getentropy, not getrandom */
+    if (getentropy(b, sizeof b) != 0) {
+#else
     if (getrandom(b, sizeof b, 0) != (ssize_t)sizeof b) {
+#endif
         uint64_t x = tb_now_ns() ^ ((uint64_t)getpid() << 32) ^ (uint64_t)time(NULL);
         for (int i = 0; i < 16; i++) {
             x ^= x << 13; x ^= x >> 7; x ^= x << 17;

@@ -15,12 +15,15 @@
 #include <string.h>
 #include <time.h>
 
-enum { FAM_THERMAL, FAM_HWMON, FAM_FREQ, FAM_RAPL, FAM_COUNT };
-static const char *const fam_names[FAM_COUNT] = {"thermal_zone", "hwmon_temp", "cpufreq", "rapl"};
+enum { FAM_THERMAL, FAM_HWMON, FAM_FREQ, FAM_RAPL, FAM_POLICY, FAM_BATTERY, FAM_COUNT };
+static const char *const fam_names[FAM_COUNT] = {"thermal_zone", "hwmon_temp", "cpufreq", "rapl",
+                                                 "cpufreq_policy", "battery"};
 
 typedef struct sensor {
     char name[96];
     char path[512];
+    char path2[512];        /* battery power: voltage_now beside path's current_now */
+    const char *unit;
     int fam;
     double scale;           /* raw -> unit                          */
     double rapl_range;      /* max_energy_range_uj (RAPL only)       */
@@ -72,6 +75,14 @@ static void read_word(const char *path, char *buf, size_t cap) {
         if (*p == ' ' || *p == '/' || *p == ':') *p = '_';
 }
 
+static const char *fam_unit(int fam) {
+    switch (fam) {
+    case FAM_FREQ: case FAM_POLICY: return "MHz";
+    case FAM_RAPL: return "J";
+    default: return "C";
+    }
+}
+
 static int add_sensor(tb_sensors_t *s, int fam, const char *name, const char *path, double scale) {
     sensor_t *ns = realloc(s->s, (size_t)(s->n + 1) * sizeof *ns);
     if (!ns) return -1;
@@ -80,6 +91,7 @@ static int add_sensor(tb_sensors_t *s, int fam, const char *name, const char *pa
     memset(x, 0, sizeof *x);
     x->fam = fam;
     x->scale = scale;
+    x->unit = fam_unit(fam);
     snprintf(x->name, sizeof x->name, "%s", name);
     snprintf(x->path, sizeof x->path, "%s", path);
     return 0;
@@ -123,6 +135,10 @@ static void discover(tb_sensors_t *s, const char *root, int fam, const char *rel
                 scale = 1e-3;   /* kHz -> MHz */
                 break;
             }
+            case FAM_POLICY:   /* .../cpufreq/policyN/scaling_cur_freq: one per cluster */
+                snprintf(name, sizeof name, "%s_freq", base);
+                scale = 1e-3;   /* kHz -> MHz */
+                break;
             case FAM_RAPL: {
                 char np[600];
                 snprintf(np, sizeof np, "%s/name", dir);
@@ -155,6 +171,52 @@ static void discover(tb_sensors_t *s, const char *root, int fam, const char *rel
     }
 }
 
+/* The battery (Android, Linux laptops): ROOT/sys/class/power_supply/
+ * battery/ temp in tenths of a degree C, current_now in uA (its sign
+ * follows the driver: discharging is negative on most phones, positive
+ * on some), voltage_now in uV; with both of the last two, their product
+ * as battery_power in W (its magnitude: the sign is the driver's). */
+static void discover_battery(tb_sensors_t *s, const char *root) {
+    char dir[400], p[512], p2[512];
+    snprintf(dir, sizeof dir, "%s/sys/class/power_supply/battery", root);
+    static const struct { const char *file, *name, *unit; double scale; } f[] = {
+        {"temp", "battery_temp", "C", 0.1},
+        {"current_now", "battery_current", "mA", 1e-3},
+        {"voltage_now", "battery_voltage", "V", 1e-6},
+    };
+    int readable = 0, found = 0, last_errno = ENOENT;
+    bool have[3] = {false};
+    for (int i = 0; i < 3; i++) {
+        snprintf(p, sizeof p, "%s/%s", dir, f[i].file);
+        double v;
+        if (read_num(p, &v) != 0) {
+            if (errno != ENOENT) { found++; last_errno = errno; }
+            continue;
+        }
+        found++;
+        if (add_sensor(s, FAM_BATTERY, f[i].name, p, f[i].scale) != 0) return;
+        s->s[s->n - 1].unit = f[i].unit;
+        have[i] = true;
+        readable++;
+    }
+    if (have[1] && have[2]) {
+        snprintf(p, sizeof p, "%s/current_now", dir);
+        snprintf(p2, sizeof p2, "%s/voltage_now", dir);
+        if (add_sensor(s, FAM_BATTERY, "battery_power", p, 1e-12) == 0) {   /* uA * uV -> W */
+            memcpy(s->s[s->n - 1].path2, p2, sizeof p2);
+            s->s[s->n - 1].unit = "W";
+        }
+    }
+    if (readable == 0) {
+        int a = s->n_absent++;
+        s->absent[a].fam = FAM_BATTERY;
+        if (found == 0) snprintf(s->absent[a].reason, sizeof s->absent[a].reason,
+                                 "no /sys/class/power_supply/battery/{temp,current_now,voltage_now}");
+        else snprintf(s->absent[a].reason, sizeof s->absent[a].reason, "%d found, none readable: %s", found,
+                      strerror(last_errno));
+    }
+}
+
 /* ===================================================================== */
 /* Sampling                                                               */
 /* ===================================================================== */
@@ -163,6 +225,12 @@ static void discover(tb_sensors_t *s, const char *root, int fam, const char *rel
 static int sample_one(sensor_t *x, double *out) {
     double raw;
     if (read_num(x->path, &raw) != 0) return -1;
+    if (x->path2[0]) {   /* battery power: |current x voltage| */
+        double v2;
+        if (read_num(x->path2, &v2) != 0) return -1;
+        *out = fabs(raw * v2) * x->scale;
+        return 0;
+    }
     if (x->fam == FAM_RAPL) {
         double d = raw - x->rapl_last;
         if (d < 0) d += x->rapl_range > 0 ? x->rapl_range : 0;   /* counter wrapped */
@@ -223,6 +291,8 @@ int tb_sensors_start_at(const char *root, int interval_ms, uint64_t t0_ns, tb_se
     discover(s, root, FAM_HWMON, "/sys/class/hwmon/hwmon*/temp*_input");
     discover(s, root, FAM_FREQ, "/sys/devices/system/cpu/cpu*/cpufreq/scaling_cur_freq");
     discover(s, root, FAM_RAPL, "/sys/class/powercap/intel-rapl:*/energy_uj");
+    discover(s, root, FAM_POLICY, "/sys/devices/system/cpu/cpufreq/policy*/scaling_cur_freq");
+    discover_battery(s, root);
     if (interval_ms > 0 && s->n > 0) {
         if (pthread_create(&s->thread, NULL, sampler_main, s) != 0) {
             tb_sensors_stop(s);
@@ -252,13 +322,7 @@ void tb_sensors_stop(tb_sensors_t *s) {
 
 int tb_sensors_count(const tb_sensors_t *s) { return s->n; }
 const char *tb_sensors_name(const tb_sensors_t *s, int i) { return s->s[i].name; }
-const char *tb_sensors_unit(const tb_sensors_t *s, int i) {
-    switch (s->s[i].fam) {
-    case FAM_FREQ: return "MHz";
-    case FAM_RAPL: return "J";
-    default: return "C";
-    }
-}
+const char *tb_sensors_unit(const tb_sensors_t *s, int i) { return s->s[i].unit; }
 int tb_sensors_absent_count(const tb_sensors_t *s) { return s->n_absent; }
 void tb_sensors_absent(const tb_sensors_t *s, int i, const char **family, const char **reason) {
     *family = fam_names[s->absent[i].fam];

@@ -8,6 +8,12 @@
  *   hwmonN_NAME_tempK  /sys/class/hwmon/hwmonN/tempK_input          C
  *   cpuN_freq          /sys/devices/system/cpu/cpuN/cpufreq/scaling_cur_freq  MHz
  *   rapl_NAME_energy   /sys/class/powercap/intel-rapl:*\/energy_uj  J (since start, wrap-corrected)
+ *   policyN_freq       /sys/devices/system/cpu/cpufreq/policyN/scaling_cur_freq  MHz (one per
+ *                      cluster: a phone's prime, performance and efficiency cores)
+ *   battery_temp       /sys/class/power_supply/battery/temp         C (tenths in the file)
+ *   battery_current    .../battery/current_now                      mA (the driver's sign)
+ *   battery_voltage    .../battery/voltage_now                      V
+ *   battery_power      |current_now x voltage_now|                  W
  * A sensor family that does not exist or cannot be read is reported as
  * absent with the reason, never sampled as zero.
  */

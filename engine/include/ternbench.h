@@ -118,10 +118,15 @@ typedef enum tb_isa {
     TB_ISA_GENERIC = 1,  /* portable C, auto-vectorisable             */
     TB_ISA_AVX2    = 2,  /* x86-64 AVX2 + FMA + F16C                  */
     TB_ISA_AVX512  = 3,  /* x86-64 AVX-512 F/BW/VL (+VNNI/BF16 used when present) */
-    TB_ISA_NEON    = 4,  /* aarch64 NEON (+dotprod used when present)  */
+    TB_ISA_NEON    = 4,  /* aarch64 NEON, ARMv8.0 (widening multiplies)  */
+    TB_ISA_DOTPROD = 5,  /* aarch64 NEON + SDOT (ARMv8.2 dotprod)        */
 } tb_isa_t;
+#define TB_ISA_LAST TB_ISA_DOTPROD
 
-/* Highest tier this CPU supports (libcpuid on x86). */
+/* On aarch64 the tiers come from tb_cpu_topo_host()'s features (the hwcap
+ * words): neon always, dotprod when the CPU has asimddp. */
+
+/* Highest tier this CPU supports (libcpuid on x86, the hwcap words on aarch64). */
 tb_isa_t tb_isa_best(void);
 /* Tier in use: best, capped by the TB_ISA environment variable at first use,
  * and by tb_isa_set(). */
@@ -166,6 +171,12 @@ void tb_prefetch_set_l2(bool on);
 typedef struct tb_pool tb_pool_t;
 int  tb_pool_new(int n_threads, tb_pool_t **out);
 int  tb_pool_n_threads(const tb_pool_t *p);
+/* The CPU each of the pool's first cap threads is pinned to (-1: not
+ * pinned, or the pin was refused), as tb_cpus_get's placement chose when
+ * the pool started; the caller's thread 0 is pinned only in pools of more
+ * than one thread. A worker that has not started yet reads -1. Returns how
+ * many were written. */
+int  tb_pool_cpus(const tb_pool_t *p, int32_t *cpus, int cap);
 /* Run fn(arg, ith, nth) on every thread (ith = 0 is the caller) and wait. */
 void tb_pool_run(tb_pool_t *p, void (*fn)(void *arg, int ith, int nth), void *arg);
 void tb_pool_free(tb_pool_t *p);
@@ -230,6 +241,89 @@ int tb_cpu_probe(int n_threads, int reps, double *ghz);
  * does, and also where it does not: when another hardware thread (a
  * hypervisor's SMT sibling) shares the core's vector units. */
 int tb_cpu_probe_vec(int n_threads, int reps, double *gops);
+
+/* ===================================================================== */
+/* CPU features and core kinds from the kernel (ARM; no libcpuid)         */
+/* ===================================================================== */
+
+#define TB_TOPO_MAX_CPUS 256
+#define TB_TOPO_MAX_KINDS 8
+
+/* One logical CPU. Unknown values are -1. */
+typedef struct tb_cpu_core {
+    int32_t cpu;           /* logical CPU number (sysfs cpuN, cpuinfo "processor") */
+    int32_t capacity;      /* cpu_capacity: the scheduler's relative speed, 1024 the fastest */
+    int32_t implementer;   /* MIDR implementer ("CPU implementer": 0x41 Arm, 0x51 Qualcomm, 0x61 Apple) */
+    int32_t part;          /* MIDR part number ("CPU part": 0xd0b Cortex-A76, ...) */
+    int32_t max_khz;       /* cpufreq/cpuinfo_max_freq in kHz */
+    int32_t kind;          /* index into tb_cpu_topo_t.kind */
+} tb_cpu_core_t;
+
+/* Cores of one kind: same implementer, part, capacity and top clock. */
+typedef struct tb_cpu_kind {
+    char name[32];         /* "Cortex-X4", else "0xIM:0xPRT", "" when the part is unknown */
+    int32_t implementer, part, capacity, max_khz;
+    int32_t n;             /* cores of this kind */
+} tb_cpu_kind_t;
+
+typedef struct tb_cpu_topo {
+    /* aarch64 features: from the hwcap words, else from cpuinfo's "Features" */
+    bool asimd, dotprod, i8mm, sve, sve2, sme, bf16;
+    char features[96];         /* those present, space-separated: "asimd dotprod i8mm" */
+    char features_from[16];    /* "hwcap", "cpuinfo" or "" (none found) */
+    int32_t n_cpus;
+    tb_cpu_core_t cpu[TB_TOPO_MAX_CPUS];   // (n_cpus) ordered by cpu number
+    int32_t n_kinds;
+    tb_cpu_kind_t kind[TB_TOPO_MAX_KINDS]; // (n_kinds) fastest first: capacity, top clock, part
+    char summary[192];         /* "1x Cortex-X4 (cap 1024, 3.30 GHz) + 3x Cortex-A720 (...) + ..." */
+} tb_cpu_topo_t;
+
+/* Read the topology under root ("/" for this machine; a directory holding
+ * proc/cpuinfo and sys/devices/system/cpu/ for a fake tree) with the
+ * aarch64 capability words hwcap, hwcap2 (getauxval(AT_HWCAP/AT_HWCAP2);
+ * both 0: the features come from cpuinfo's "Features" line). Missing files
+ * leave values unknown; TB_ERR_ARG only for a NULL out. */
+int tb_cpu_topo_read(const char *root, uint64_t hwcap, uint64_t hwcap2, tb_cpu_topo_t *out);
+/* The same from macOS sysctl facts as `sysctl hw` prints them ("key: value"
+ * lines): hw.optional.AdvSIMD (or .neon), hw.optional.arm.FEAT_DotProd,
+ * _I8MM, _BF16, _SME, _SVE, _SVE2, hw.nperflevels and per level N
+ * hw.perflevelN.logicalcpu and .name (level 0 the fastest: its cores are
+ * numbered first). features_from is "sysctl"; kinds are the levels.
+ * TB_ERR_ARG only for NULL arguments. */
+int tb_cpu_topo_from_sysctl(const char *text, tb_cpu_topo_t *out);
+/* This machine's, read once (Linux: hwcaps from getauxval on aarch64, 0
+ * elsewhere, and root "/" or the TB_CPU_ROOT environment variable; macOS:
+ * sysctl, unless TB_CPU_ROOT is set). Never NULL. */
+const tb_cpu_topo_t *tb_cpu_topo_host(void);
+/* Name of a MIDR implementer/part pair ("Cortex-A76"), NULL if not listed. */
+const char *tb_cpu_midr_name(int implementer, int part);
+/* Up to n logical CPU numbers into cpus, fastest kind first (then by
+ * number): the default placement of n threads. Returns how many (fewer
+ * than n when the topology has fewer cores; 0 when it found none). */
+int tb_cpu_topo_pick(const tb_cpu_topo_t *t, int n, int32_t *cpus);
+
+/* Thread placement: the CPUs pool threads are pinned to when a pool
+ * starts, thread i (the caller is 0) on entry i mod n. Set by tb_cpus_set,
+ * else the TB_CPUS environment variable (a CPU list, read at first use; a
+ * bad one is ignored), else the default: on ARM, where the cores are of
+ * more than one kind (MIDR parts known), every core fastest kind first
+ * (tb_cpu_topo_pick), so n threads use the n fastest cores; elsewhere none
+ * (the kernel places threads).
+ * Like tb_isa_set, set it before creating sessions. */
+/* Parse a CPU list "0-3,6" into cpus (cap entries): the count, or
+ * TB_ERR_ARG naming the bad part. */
+int tb_cpus_parse(const char *list, int32_t *cpus, int cap);
+/* Placement of n CPUs (each 0..CPU_SETSIZE-1); n = 0 restores the default. */
+int tb_cpus_set(const int32_t *cpus, int n);
+/* The same from a CPU list (the CLI's --cpus). */
+int tb_cpus_set_str(const char *list);
+/* The placement in force into cpus (cap entries): how many; 0 = unpinned. */
+int tb_cpus_get(int32_t *cpus, int cap);
+/* Pin the calling thread as pool thread ith: its CPU, or -1 (no placement,
+ * or the kernel refused: a CPU outside the process's cpuset, offline). */
+int tb_cpus_pin_thread(int ith);
+/* The CPU the calling thread runs on now (sched_getcpu), -1 if unknown. */
+int tb_cpus_current(void);
 
 /* ===================================================================== */
 /* GGUF v3 reader                                                         */

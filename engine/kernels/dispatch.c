@@ -1,5 +1,6 @@
 /*
- * dispatch.c — choose the kernel tier once, from libcpuid, capped by TB_ISA.
+ * dispatch.c — choose the kernel tier once, from libcpuid (x86-64) or the
+ * kernel's hwcap words (aarch64), capped by TB_ISA.
  *
  * At first use every tier this build contains and this CPU can run gets a
  * merged table (entries a tier leaves NULL are inherited from the tier
@@ -13,6 +14,10 @@
  * flag for AVX512_BF16 at all,
  * so that bit is read with the compiler's <cpuid.h> (leaf 7, sub-leaf 1).
  * Under valgrind the emulated CPUID reports no AVX-512, so the binary runs.
+ *
+ * aarch64: neon (ARMv8.0) always; dotprod (its SDOT kernels on top of
+ * neon's) when HWCAP_ASIMDDP is set, so TB_ISA=neon / --isa neon runs the
+ * baseline kernels on a dotprod CPU.
  */
 #include "kernels/kernels.h"
 
@@ -26,8 +31,8 @@
 #include <libcpuid.h>
 #endif
 
-static tb_kernels_t tables[TB_ISA_NEON + 1];
-static bool table_ok[TB_ISA_NEON + 1];
+static tb_kernels_t tables[TB_ISA_LAST + 1];
+static bool table_ok[TB_ISA_LAST + 1];
 static tb_isa_t best = TB_ISA_GENERIC, active = TB_ISA_GENERIC;
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 
@@ -100,13 +105,12 @@ static void detect_x86(void) {
 #endif
 
 #if defined(__aarch64__)
-#include <sys/auxv.h>
-#ifndef HWCAP_ASIMDDP
-#define HWCAP_ASIMDDP (1 << 20)
-#endif
+/* From the kernel's hwcap words (tb_cpu_topo_host, util/cputopo.c). */
 static void detect_arm(void) {
+    const tb_cpu_topo_t *t = tb_cpu_topo_host();
     tb_cpu.neon = true;                     /* mandatory on aarch64 */
-    tb_cpu.dotprod = (getauxval(AT_HWCAP) & HWCAP_ASIMDDP) != 0;
+    tb_cpu.dotprod = t->dotprod;
+    tb_cpu.i8mm = t->i8mm;
 }
 #endif
 
@@ -172,6 +176,7 @@ static void init(void) {
 #elif defined(__aarch64__)
     detect_arm();
     add_tier(TB_ISA_NEON, TB_ISA_GENERIC, tb_kernels_fill_neon);
+    if (tb_cpu.dotprod) add_tier(TB_ISA_DOTPROD, TB_ISA_NEON, tb_kernels_fill_neon_dotprod);
 #endif
     tb_pf_bytes = pf_default;
     const char *pf = getenv("TB_PREFETCH");
@@ -183,7 +188,7 @@ static void init(void) {
     active = best;
     const char *env = getenv("TB_ISA");
     if (env && *env) {
-        for (unsigned i = 0; i <= TB_ISA_NEON; i++)
+        for (unsigned i = 0; i <= TB_ISA_LAST; i++)
             if (strcasecmp(env, tb_isa_name((tb_isa_t)i)) == 0) {
                 active = cap_to((tb_isa_t)i);
                 break;
@@ -198,7 +203,7 @@ const tb_kernels_t *tb_kernels(void) {
 
 const tb_kernels_t *tb_kernels_for(tb_isa_t isa) {
     pthread_once(&once, init);
-    if ((unsigned)isa > TB_ISA_NEON || !table_ok[isa]) return NULL;
+    if ((unsigned)isa > TB_ISA_LAST || !table_ok[isa]) return NULL;
     return &tables[isa];
 }
 
@@ -207,7 +212,7 @@ tb_isa_t tb_isa_active(void) { pthread_once(&once, init); return active; }
 
 int tb_isa_set(tb_isa_t cap) {
     pthread_once(&once, init);
-    if ((unsigned)cap > TB_ISA_NEON || !table_ok[cap])
+    if ((unsigned)cap > TB_ISA_LAST || !table_ok[cap])
         return tb_err(TB_ERR_UNSUPPORTED, "ISA tier '%s' is not available on this CPU/build (best: %s)",
                       tb_isa_name(cap), tb_isa_name(best));
     active = cap;
@@ -238,7 +243,7 @@ int tb_prefetch_set_str(const char *s) {
     return prefetch_parse(s, &tb_pf_bytes);
 }
 
-static const char *const isa_names[] = {"ref", "generic", "avx2", "avx512", "neon"};
+static const char *const isa_names[] = {"ref", "generic", "avx2", "avx512", "neon", "dotprod"};
 
 const char *tb_isa_name(tb_isa_t isa) {
     return (unsigned)isa < TB_ARRAY_LEN(isa_names) ? isa_names[isa] : "?";
@@ -247,7 +252,7 @@ const char *tb_isa_name(tb_isa_t isa) {
 int tb_isa_from_name(const char *name, tb_isa_t *out) {
     for (unsigned i = 0; i < TB_ARRAY_LEN(isa_names); i++)
         if (strcasecmp(name, isa_names[i]) == 0) { *out = (tb_isa_t)i; return TB_OK; }
-    return tb_err(TB_ERR_ARG, "unknown ISA tier '%s' (expected ref, generic, avx2, avx512 or neon)", name);
+    return tb_err(TB_ERR_ARG, "unknown ISA tier '%s' (expected ref, generic, avx2, avx512, neon or dotprod)", name);
 }
 
 const char *tb_isa_features(void) { return tb_kernels()->features; }

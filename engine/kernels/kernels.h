@@ -66,7 +66,7 @@ const tb_kernels_t *tb_kernels_for(tb_isa_t isa);
  * run (a tier may pick variants from them, e.g. VNNI inside AVX-512). */
 typedef struct tb_cpu_features {
     bool avx2, avx512, avx512vnni, avx512bf16, avx512vbmi;   /* x86-64  */
-    bool neon, dotprod;                          /* aarch64 */
+    bool neon, dotprod, i8mm;                    /* aarch64 */
 } tb_cpu_features_t;
 extern tb_cpu_features_t tb_cpu;
 
@@ -88,6 +88,7 @@ void tb_kernels_fill_generic(tb_kernels_t *k);
 void tb_kernels_fill_avx2(tb_kernels_t *k);    /* defined only on x86-64  */
 void tb_kernels_fill_avx512(tb_kernels_t *k);  /* defined only on x86-64  */
 void tb_kernels_fill_neon(tb_kernels_t *k);    /* defined only on aarch64 */
+void tb_kernels_fill_neon_dotprod(tb_kernels_t *k);   /* aarch64: the SDOT kernels only */
 
 /* Generic read_sum (also the ref tier's). */
 uint64_t tb_read_sum_generic(const void *p, size_t n);

@@ -1,7 +1,8 @@
 /*
- * tier_neon.c — aarch64 NEON kernels (baseline ARMv8-A; the SDOT variants
- * are compiled with a function-level "+dotprod" target and chosen at run
- * time when HWCAP_ASIMDDP is present).
+ * tier_neon.c — aarch64 NEON kernels: the neon tier (baseline ARMv8-A)
+ * and the dotprod tier (the SDOT variants, compiled with a function-level
+ * "+dotprod" target; dispatch.c adds the tier when HWCAP_ASIMDDP is set,
+ * on top of neon's table for what it leaves unset).
  *
  * Formats: Q8_0, Q4_0 (neon_int.h), TQ2_0, TQ1_0 (neon_ternary.h), Q4_K,
  * Q6_K (x Q8_0 / Q8_K activations; the K formats in neon_kquant.h), F32/F16/BF16
@@ -80,25 +81,27 @@ static uint64_t read_sum(const void *p, size_t n) {
 }
 
 void tb_kernels_fill_neon(tb_kernels_t *k) {
-    if (tb_cpu.dotprod) {
-        k->features = "neon,dotprod";
-        TB_NEON_SET(k, TB_TYPE_Q8_0, q8_0_sdot);
-        TB_NEON_SET(k, TB_TYPE_Q4_0, q4_0_sdot);
-        TB_NEON_SET(k, TB_TYPE_TQ2_0, tq2_0_sdot);
-        TB_NEON_SET(k, TB_TYPE_TQ1_0, tq1_0_sdot);
-        SET(TB_TYPE_Q4_K, q4_K_sdot);
-        SET(TB_TYPE_Q6_K, q6_K_sdot);
-    } else {
-        k->features = "neon";
-        TB_NEON_SET(k, TB_TYPE_Q8_0, q8_0_base);
-        TB_NEON_SET(k, TB_TYPE_Q4_0, q4_0_base);
-        TB_NEON_SET(k, TB_TYPE_TQ2_0, tq2_0_base);
-        TB_NEON_SET(k, TB_TYPE_TQ1_0, tq1_0_base);
-        SET(TB_TYPE_Q4_K, q4_K_base);
-        SET(TB_TYPE_Q6_K, q6_K_base);
-    }
+    k->features = "neon";
+    TB_NEON_SET(k, TB_TYPE_Q8_0, q8_0_base);
+    TB_NEON_SET(k, TB_TYPE_Q4_0, q4_0_base);
+    TB_NEON_SET(k, TB_TYPE_TQ2_0, tq2_0_base);
+    TB_NEON_SET(k, TB_TYPE_TQ1_0, tq1_0_base);
+    SET(TB_TYPE_Q4_K, q4_K_base);
+    SET(TB_TYPE_Q6_K, q6_K_base);
     tb_neon_set_float(k);
     tb_neon_set_act(k);
     k->read_sum = read_sum;
+}
+
+/* Only the integer dot products differ from neon: the float kernels, the
+ * activation quantizers and read_sum are inherited from its table. */
+void tb_kernels_fill_neon_dotprod(tb_kernels_t *k) {
+    k->features = "neon,dotprod";
+    TB_NEON_SET(k, TB_TYPE_Q8_0, q8_0_sdot);
+    TB_NEON_SET(k, TB_TYPE_Q4_0, q4_0_sdot);
+    TB_NEON_SET(k, TB_TYPE_TQ2_0, tq2_0_sdot);
+    TB_NEON_SET(k, TB_TYPE_TQ1_0, tq1_0_sdot);
+    SET(TB_TYPE_Q4_K, q4_K_sdot);
+    SET(TB_TYPE_Q6_K, q6_K_sdot);
 }
 #endif

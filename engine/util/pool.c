@@ -45,6 +45,7 @@ struct tb_pool {
     atomic_uint gen;               /* bumped for every run          */
     atomic_int pending;            /* workers still running the job */
     atomic_uint *seat;             /* (n) [i]: the last run worker i took or was closed out of */
+    _Atomic int32_t *cpu;          /* (n) [i]: the CPU thread i is pinned to, -1 none (placement.c) */
     atomic_bool quit;
     atomic_int hold_ith;           /* test hook (tb_pool_hold_next): the worker that waits */
     const atomic_int *_Atomic hold_gate;   /* for *gate != 0 before taking its next seat */
@@ -63,6 +64,7 @@ static void *worker_main(void *va) {
     worker_arg wa = *(worker_arg *)va;
     free(va);
     tb_pool_t *p = wa.p;
+    atomic_store(&p->cpu[wa.ith], tb_cpus_pin_thread(wa.ith));
     unsigned seen = 0;
     for (;;) {
         unsigned g;
@@ -107,13 +109,21 @@ int tb_pool_new(int n_threads, tb_pool_t **out) {
     pthread_cond_init(&p->cv, NULL);
     p->tid = calloc((size_t)n_threads, sizeof *p->tid);
     p->seat = calloc((size_t)n_threads, sizeof *p->seat);
-    if (!p->tid || !p->seat) {
+    p->cpu = calloc((size_t)n_threads, sizeof *p->cpu);
+    if (!p->tid || !p->seat || !p->cpu) {
         free(p->tid);
         free(p->seat);
+        free(p->cpu);
         free(p);
         return tb_err(TB_ERR_NOMEM, "out of memory for thread pool");
     }
-    for (int i = 0; i < n_threads; i++) atomic_init(&p->seat[i], 0);
+    for (int i = 0; i < n_threads; i++) {
+        atomic_init(&p->seat[i], 0);
+        atomic_init(&p->cpu[i], -1);
+    }
+    /* the caller is thread 0 (of a pool of more than one: a 1-thread pool
+     * runs on the caller as it is) */
+    if (n_threads > 1) atomic_store(&p->cpu[0], tb_cpus_pin_thread(0));
     for (int i = 1; i < n_threads; i++) {
         worker_arg *wa = malloc(sizeof *wa);
         if (!wa || pthread_create(&p->tid[i], NULL, worker_main, wa ? (wa->p = p, wa->ith = i, wa) : NULL) != 0) {
@@ -128,6 +138,12 @@ int tb_pool_new(int n_threads, tb_pool_t **out) {
 }
 
 int tb_pool_n_threads(const tb_pool_t *p) { return p ? p->n : 1; }
+
+int tb_pool_cpus(const tb_pool_t *p, int32_t *cpus, int cap) {
+    const int n = TB_MIN(tb_pool_n_threads(p), cap);
+    for (int i = 0; i < n; i++) cpus[i] = p ? atomic_load(&p->cpu[i]) : -1;
+    return n;
+}
 
 static void pool_run(tb_pool_t *p, void (*fn)(void *arg, int ith, int nth), void *arg, bool shared) {
     if (!p || p->n == 1) { fn(arg, 0, 1); return; }
@@ -178,5 +194,6 @@ void tb_pool_free(tb_pool_t *p) {
     pthread_mutex_destroy(&p->mu);
     free(p->tid);
     free(p->seat);
+    free(p->cpu);
     free(p);
 }

@@ -1,7 +1,10 @@
 /*
  * test_sensors.c — sensor discovery and sampling over a fake sysfs tree
  * (VMs have none), RAPL counter wrap, absent families with reasons, the
- * thermal verdict rules, and the reference workload.
+ * thermal verdict rules, and the reference workload; a phone's tree:
+ * per-cluster cpufreq policies and the battery's temperature, current,
+ * voltage and power (their units and scales, unreadable and partial
+ * batteries).
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -64,11 +67,16 @@ static void test_fake_sysfs(void **state) {
     assert_string_equal(tb_sensors_unit(s, z1), "C");
     assert_string_equal(tb_sensors_unit(s, c0), "MHz");
     assert_string_equal(tb_sensors_unit(s, r), "J");
-    assert_int_equal(tb_sensors_absent_count(s), 1);
+    assert_int_equal(tb_sensors_absent_count(s), 3);   /* hwmon, and no phone's policies or battery */
     const char *fam, *why;
     tb_sensors_absent(s, 0, &fam, &why);
     assert_string_equal(fam, "hwmon_temp");
     assert_non_null(strstr(why, "1 found, none readable"));
+    tb_sensors_absent(s, 1, &fam, &why);
+    assert_string_equal(fam, "cpufreq_policy");
+    tb_sensors_absent(s, 2, &fam, &why);
+    assert_string_equal(fam, "battery");
+    assert_non_null(strstr(why, "no /sys/class/power_supply/battery"));
 
     assert_float_equal(tb_sensors_temp_c(s), 52.5, 1e-9);         /* hottest */
     assert_float_equal(tb_sensors_freq_mhz(s), 1800.0, 1e-9);      /* mean */
@@ -103,9 +111,80 @@ static void test_fake_sysfs(void **state) {
     mkdir(empty, 0755);
     assert_int_equal(tb_sensors_start_at(empty, 10, tb_now_ns(), &s), TB_OK);
     assert_int_equal(tb_sensors_count(s), 0);
-    assert_int_equal(tb_sensors_absent_count(s), 4);
+    assert_int_equal(tb_sensors_absent_count(s), 6);
     assert_true(tb_sensors_energy_j(s) < 0);
     assert_true(tb_sensors_freq_mhz(s) < 0);
+    tb_sensors_stop(s);
+}
+
+/* A phone: three cpufreq policies (clusters) and a discharging battery
+ * (Android's units: tenths of a degree, uA with a negative sign, uV). */
+static void test_phone_sysfs(void **state) {
+    (void)state;
+    char root[300];
+    snprintf(root, sizeof root, "%s/phone", tmpdir);
+    mkdir(root, 0755);
+    put("/phone/sys/devices/system/cpu/cpufreq/policy0/scaling_cur_freq", "1804800\n");
+    put("/phone/sys/devices/system/cpu/cpufreq/policy4/scaling_cur_freq", "2499000\n");
+    put("/phone/sys/devices/system/cpu/cpufreq/policy7/scaling_cur_freq", "3302400\n");
+    put("/phone/sys/devices/system/cpu/cpufreq/policy7/scaling_max_freq", "3302400\n");
+    put("/phone/sys/class/power_supply/battery/temp", "312\n");
+    put("/phone/sys/class/power_supply/battery/current_now", "-1250000\n");
+    put("/phone/sys/class/power_supply/battery/voltage_now", "3950000\n");
+    tb_sensors_t *s;
+    assert_int_equal(tb_sensors_start_at(root, 0, tb_now_ns(), &s), TB_OK);
+    assert_int_equal(tb_sensors_count(s), 7);
+    const struct { const char *name, *unit; double v; } want[] = {
+        {"policy0_freq", "MHz", 1804.8}, {"policy4_freq", "MHz", 2499.0}, {"policy7_freq", "MHz", 3302.4},
+        {"battery_temp", "C", 31.2},     {"battery_current", "mA", -1250.0}, {"battery_voltage", "V", 3.95},
+        {"battery_power", "W", 1.25 * 3.95},
+    };
+    /* the values through the sampler thread */
+    tb_sensors_stop(s);
+    assert_int_equal(tb_sensors_start_at(root, 10, tb_now_ns(), &s), TB_OK);
+    struct timespec ts = {0, 60 * 1000000L};
+    nanosleep(&ts, NULL);
+    tb_sensor_sample_t *smp;
+    const size_t n = tb_sensors_drain(s, &smp);
+    for (size_t k = 0; k < sizeof want / sizeof want[0]; k++) {
+        const int i = find(s, want[k].name);
+        if (i < 0) fail_msg("no sensor %s", want[k].name);
+        assert_string_equal(tb_sensors_unit(s, i), want[k].unit);
+        int got = 0;
+        for (size_t j = 0; j < n; j++)
+            if (smp[j].sensor == i) { assert_float_equal(smp[j].value, want[k].v, 1e-9); got++; }
+        if (!got) fail_msg("no sample of %s", want[k].name);
+    }
+    free(smp);
+    /* per-cpu frequencies, thermal zones, hwmon and RAPL absent; no battery family absent */
+    assert_int_equal(tb_sensors_absent_count(s), 4);
+    for (int a = 0; a < tb_sensors_absent_count(s); a++) {
+        const char *fam, *why;
+        tb_sensors_absent(s, a, &fam, &why);
+        assert_true(strcmp(fam, "battery") && strcmp(fam, "cpufreq_policy"));
+    }
+    assert_true(tb_sensors_freq_mhz(s) < 0);   /* the mean is over cpuN_freq only */
+    tb_sensors_stop(s);
+
+    /* a battery with temp alone: no current, voltage or power sensors */
+    put("/phone/sys/class/power_supply/battery/current_now", "n/a\n");
+    assert_int_equal(tb_sensors_start_at(root, 0, tb_now_ns(), &s), TB_OK);
+    assert_true(find(s, "battery_temp") >= 0);
+    assert_true(find(s, "battery_current") < 0 && find(s, "battery_power") < 0);
+    assert_true(find(s, "battery_voltage") >= 0);
+    tb_sensors_stop(s);
+    /* none readable: absent with the reason */
+    put("/phone/sys/class/power_supply/battery/temp", "\n");
+    put("/phone/sys/class/power_supply/battery/voltage_now", "x\n");
+    assert_int_equal(tb_sensors_start_at(root, 0, tb_now_ns(), &s), TB_OK);
+    assert_true(find(s, "battery_temp") < 0);
+    bool absent = false;
+    for (int a = 0; a < tb_sensors_absent_count(s); a++) {
+        const char *fam, *why;
+        tb_sensors_absent(s, a, &fam, &why);
+        if (!strcmp(fam, "battery")) { absent = true; assert_non_null(strstr(why, "3 found, none readable")); }
+    }
+    assert_true(absent);
     tb_sensors_stop(s);
 }
 
@@ -153,6 +232,7 @@ static void test_refwork(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_fake_sysfs),
+        cmocka_unit_test(test_phone_sysfs),
         cmocka_unit_test(test_steal),
         cmocka_unit_test(test_verdict),
         cmocka_unit_test(test_refwork),

@@ -8,8 +8,8 @@
  * quantize_act byte-identical to the Q8_0 / Q8_K _ref on edge rows (ties,
  * +-amax of both signs, tiny/subnormal/huge/zero blocks, the code grid),
  * n from one block up; fp16 narrowing of scales at every boundary. Both
- * the baseline and the SDOT (+dotprod) variants are run when the emulated
- * CPU has dotprod (qemu -cpu max does).
+ * the neon tier and the dotprod tier (its SDOT kernels over neon's table)
+ * are run, the latter when the emulated CPU has dotprod (qemu -cpu max does).
  * Budget (as test_kernels.c): |y - y_ref| <= (terms + 64) * FLT_EPSILON * S,
  * S = sum |w_j a_j| of dequantized values, terms = blocks (integer
  * formats) or elements (f32).
@@ -333,7 +333,10 @@ int main(void) {
     check_tier(&ref, &base, "neon");
     if (getauxval(AT_HWCAP) & (1 << 20)) {   /* HWCAP_ASIMDDP */
         tb_cpu.dotprod = true;
-        tb_kernels_fill_neon(&sdot);
+        /* the dotprod tier as dispatch.c builds it: its SDOT kernels over
+         * neon's table for the rest */
+        sdot = base;
+        tb_kernels_fill_neon_dotprod(&sdot);
         check_tier(&ref, &sdot, "neon+dotprod");
         printf("dotprod variant tested (features: %s)\n", sdot.features);
     } else {

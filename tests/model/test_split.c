@@ -9,6 +9,10 @@
  * bit at every position: llama-tiny Q4_0 and F16 (dense, quantized and
  * f32 activations) and maple-tiny Q4_0 (MoE: Wo). A mutant that computes
  * the other slice's rows on its own activation fails.
+ * Any thread count: a short prefill then token-by-token decode at 2..8
+ * threads (2: the split layers; others: the claimed passes of the unsplit
+ * path) gives the 1-thread logits bit for bit at every position, on
+ * llama-tiny Q4_0 and TQ2_0 (dense) and maple-tiny Q4_0 (MoE).
  * Also: a column slice read in place from the file mapping (weights
  * mmap, a tier that repacks nothing: every row read at the whole row's
  * stride) gives the logits of its packed copy (weights copy).
@@ -95,6 +99,44 @@ static void test_views_in_place(void **st) {
     assert_int_equal(tb_isa_set(was), TB_OK);
 }
 
+/* Logits at n_threads = 1..8 on the same prompt and decoded tokens. */
+static void threads_equal(const char *preset, int type) {
+    char path[512];
+    if (th_synth(th_dir, preset, type, path, sizeof path)) fail_msg("synth: %s", tb_last_error());
+    tb_model_t *m;
+    if (tb_model_load(path, &m) != TB_OK) fail_msg("%s: %s", path, tb_last_error());
+    const int V = tb_model_n_vocab(m), n_pre = 5, n_dec = 8;
+    int32_t ids[13];
+    th_prompt(ids, n_pre + n_dec, V, 11);
+    float *want = malloc(sizeof(float) * (size_t)V * (n_dec + 1));   // (n_dec + 1, V)
+    assert_non_null(want);
+    for (int nth = 1; nth <= 8; nth++) {
+        tb_session_params_t sp = tb_session_default_params();
+        sp.n_ctx = 16;
+        sp.n_threads = nth;
+        tb_session_t *s;
+        assert_int_equal(tb_session_new(m, &sp, &s), TB_OK);
+        for (int t = 0; t <= n_dec; t++) {
+            /* step 0: the prompt in one prefill call; then one token at a time */
+            const int32_t *tok = t ? &ids[n_pre + t - 1] : ids;
+            assert_int_equal(tb_session_eval(s, tok, t ? 1 : n_pre, false), TB_OK);
+            const float *l = tb_session_logits(s, -1);
+            float *w = want + (size_t)t * V;
+            if (nth == 1) memcpy(w, l, sizeof(float) * (size_t)V);
+            else if (memcmp(w, l, sizeof(float) * (size_t)V))
+                fail_msg("%s type %d: %s %d logits differ, %d threads vs 1 (rel L2 %.3g)", preset, type,
+                         t ? "decode step" : "prefill", t, nth, th_rel_l2(l, w, (size_t)V));
+        }
+        tb_session_free(s);
+    }
+    free(want);
+    tb_model_free(m);
+}
+
+static void test_threads_q4_0(void **st) { (void)st; threads_equal("llama-tiny", TB_TYPE_Q4_0); }
+static void test_threads_tq2_0(void **st) { (void)st; threads_equal("llama-tiny", TB_TYPE_TQ2_0); }
+static void test_threads_maple(void **st) { (void)st; threads_equal("maple-tiny", TB_TYPE_Q4_0); }
+
 static void test_yield_q4_0(void **st) { (void)st; yield_decode_equal("llama-tiny", TB_TYPE_Q4_0); }
 static void test_yield_f16(void **st) { (void)st; yield_decode_equal("llama-tiny", TB_TYPE_F16); }
 static void test_yield_maple(void **st) { (void)st; yield_decode_equal("maple-tiny", TB_TYPE_Q4_0); }
@@ -105,6 +147,9 @@ int main(void) {
         cmocka_unit_test(test_yield_f16),
         cmocka_unit_test(test_yield_maple),
         cmocka_unit_test(test_views_in_place),
+        cmocka_unit_test(test_threads_q4_0),
+        cmocka_unit_test(test_threads_tq2_0),
+        cmocka_unit_test(test_threads_maple),
     };
     return cmocka_run_group_tests(tests, th_setup, th_teardown);
 }
