@@ -558,6 +558,23 @@ static void print_summary(const member_t *m, int threads, FILE *f) {
     fprintf(f, "\nrun %s (id %lld): %s\n", m->res->uuid, (long long)m->res->run_id, m->res->status);
 }
 
+static void pool_noop(void *arg, int ith, int nth) { (void)arg; (void)ith; (void)nth; }
+
+/* The CPUs the group's threads are pinned to ("0,1"; "unpinned" where
+ * none is): what a run records as its tag cpus. */
+static void cpus_used(group_t *g, char *buf, size_t cap) {
+    int32_t c[64];
+    tb_pool_run(g->pool, pool_noop, NULL);   /* every worker has started and pinned itself */
+    int n = tb_pool_cpus(g->pool, c, 64), pinned = 0;
+    size_t at = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < n && at + 16 < cap; i++) {
+        pinned |= c[i] >= 0;
+        at += (size_t)snprintf(buf + at, cap - at, "%s%d", i ? "," : "", (int)c[i]);
+    }
+    if (!pinned) snprintf(buf, cap, "unpinned");
+}
+
 /* Load member m's model and record its provenance and run row. */
 static int member_start(group_t *g, member_t *m, int k, const char *group_uuid) {
     const tb_plan_t *plan = m->plan;
@@ -592,13 +609,15 @@ static int member_start(group_t *g, member_t *m, int k, const char *group_uuid) 
     double bw = -1;
     if (g->probe_bytes > 0 && tb_bandwidth_probe(g->threads, (size_t)g->probe_bytes, PROBE_PASSES, &bw) != TB_OK)
         bw = -1;
-    /* the caller's tags, then the group's */
+    /* the caller's tags, then the group's, then the cores the threads run on */
     const tb_run_opts_t *o = g->opts;
     int nt = o->n_tags;
     const char *keys[72], *vals[72];
-    char idx[16];
+    char idx[16], cpu_s[512];
     if (nt > 64) nt = 64;
     for (int i = 0; i < nt; i++) { keys[i] = o->tag_keys[i]; vals[i] = o->tag_values[i]; }
+    cpus_used(g, cpu_s, sizeof cpu_s);
+    keys[nt] = "cpus"; vals[nt++] = cpu_s;
     if (g->n > 1) {
         snprintf(idx, sizeof idx, "%d", k);
         keys[nt] = "group"; vals[nt++] = group_uuid;
@@ -679,6 +698,9 @@ int tb_runner_run_group(const tb_plan_t *const *plans, const int *variants, int 
         if ((rc = tb_isa_from_name(isa, &t)) || (rc = tb_isa_set(t)))
             tb_err_prefix(rc, "%s: [engine] isa = %s", p0->path, isa);
     }
+    const char *cpus = en->v[K_ENGINE_CPUS].s;
+    if (!rc && cpus && *cpus && (rc = tb_cpus_set_str(cpus)))
+        tb_err_prefix(rc, "%s: [engine] cpus = %s", p0->path, cpus);
     if (!rc && *opts->stop) {   /* interrupted while a model was being synthesized */
         for (int k = 0; k < n; k++) {
             res[k].interrupted = 1;

@@ -50,6 +50,10 @@ const tb_key_def_t tb_scenario_keys[K_COUNT] = {
     [K_ENGINE_WEIGHTS] = {TB_SEC_ENGINE, "weights", TB_KT_ENUM, TB_UNIT_NONE, "copy", 0, 0, "copy|mmap",
         "copy: weights copied (or repacked) into huge-page memory at load; mmap: read from the "
         "file mapping where no repacked layout exists (llama.cpp's default; slower decode)."},
+    [K_ENGINE_CPUS] = {TB_SEC_ENGINE, "cpus", TB_KT_STRING, TB_UNIT_NONE, "", 0, 0, NULL,
+        "CPUs to pin the threads to, a list such as 0-3,6 (thread i on entry i mod n); empty: "
+        "--cpus / TB_CPUS, else on ARM the fastest cores first, else unpinned. Recorded as the run "
+        "tag cpus."},
 
     /* ---- [protocol] ---- */
     [K_PROTO_WARMUP] = {TB_SEC_PROTOCOL, "warmup", TB_KT_INT, TB_UNIT_NONE, "1", 0, 100, NULL,

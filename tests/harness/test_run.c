@@ -142,6 +142,9 @@ static void test_full_run(void **state) {
     assert_int_equal(q_num(d, "SELECT count(*) FROM runs WHERE status = 'complete' AND ended_utc IS NOT NULL"
                               " AND bandwidth_gbps_before > 0 AND bandwidth_gbps_after > 0 AND record_tokens = 1"), 1);
     assert_int_equal(q_num(d, "SELECT count(*) FROM run_tags WHERE key = 'suite' AND value = 'harness'"), 1);
+    /* the cores the threads ran on: a CPU per thread, or unpinned */
+    assert_int_equal(q_num(d, "SELECT count(*) FROM run_tags WHERE key = 'cpus' AND (value = 'unpinned'"
+                              " OR value GLOB '[0-9-]*,[0-9-]*')"), 1);
     /* the engine's prefetch distance, recorded with the run as it ran */
     char pf_sql[128];
     snprintf(pf_sql, sizeof pf_sql, "SELECT count(*) FROM run_tags WHERE key = 'prefetch_bytes' AND value = '%zu'",
