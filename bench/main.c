@@ -25,6 +25,7 @@ static const struct {
     {"list",       cmd_list,       "[--db PATH]  list recorded runs"},
     {"show",       cmd_show,       "RUN [--db PATH]  one run in detail"},
     {"export",     cmd_export,     "[--format csv|json|md] [--run ID...]  export measurements"},
+    {"quality",    cmd_quality,    "-m T.gguf (--ref R.gguf | --ref-logits F) --text F  perplexity, KL divergence, top-1"},
     {"report",     cmd_report,     "[--db PATH] [--run ID...|--tag K=V|--last N] --out DIR  plots and tables"},
 };
 
