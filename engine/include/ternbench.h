@@ -672,6 +672,32 @@ int tb_quantize_model_types(const char *in_path, const char *out_path, tb_type_t
                             void (*on_keep)(void *ud, const char *name, tb_type_t kept),
                             void *ud);
 
+/* Post-hoc ternarization before quantizing (tb_quantize_model_ex). */
+typedef enum tb_ternarize {
+    TB_TERNARIZE_NONE = 0,
+    /* BitNet b1.58's absmean rule, per matrix (each expert its own):
+     * gamma = mean |W|, W' = gamma * clamp(round(W / (gamma + 1e-8)), -1, 1).
+     * Applied to the tensors that take the projection type (not norms,
+     * router, token_embd or output); the file gets ternbench.ternarize =
+     * "absmean" and ternbench.ternarize.post_hoc = true. */
+    TB_TERNARIZE_ABSMEAN = 1,
+} tb_ternarize_t;
+
+typedef struct tb_quantize_params {
+    tb_type_t type;                  /* projection/expert type                 */
+    tb_type_t embd_type, output_type;/* TB_TYPE_COUNT: keep                    */
+    tb_ternarize_t ternarize;        /* TB_TERNARIZE_NONE (0) by default       */
+    void (*on_keep)(void *ud, const char *name, tb_type_t kept);
+    void *ud;
+} tb_quantize_params_t;
+
+/* tb_quantize_model_types with every option in one struct, and the
+ * post-hoc ternarization: its values are exactly {-1, 0, 1} * gamma in
+ * f32 before they are stored in their type (TQ2_0 and TQ1_0 keep them
+ * exactly, as {-1, 0, 1} times an f16 scale; a wider fallback type keeps
+ * them as its own rounding of gamma). */
+int tb_quantize_model_ex(const char *in_path, const char *out_path, const tb_quantize_params_t *p);
+
 #ifdef __cplusplus
 }
 #endif
