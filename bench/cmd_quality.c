@@ -6,6 +6,7 @@
  *
  *   quality -m TEST.gguf (--ref REF.gguf | --ref-logits FILE) --text FILE
  *           [--ctx C] [--chunks N] [-t N] [--json] [--save-ref FILE]
+ *           [--head exact|approx:CENTROIDS[:TOPC]]
  *   quality --ref REF.gguf --text FILE --save-ref FILE [--ctx C] [--chunks N]
  *
  * Exit status: 0, 2 for usage and input errors (a short text, a reference
@@ -27,6 +28,7 @@
 static const char q_usage[] =
     "usage: ternbench quality -m TEST.gguf (--ref REF.gguf | --ref-logits FILE) --text FILE\n"
     "                         [--ctx C] [--chunks N] [-t N] [--json] [--save-ref FILE]\n"
+    "                         [--head exact|approx:CENTROIDS[:TOPC]]\n"
     "       ternbench quality --ref REF.gguf --text FILE --save-ref FILE [--ctx C] [--chunks N] [-t N]\n";
 
 static int usage_error(const char *fmt, const char *arg) {
@@ -70,7 +72,11 @@ static void print_json(const tb_quality_opts_t *o, const tb_quality_result_t *r)
     printf(",\n  \"post_hoc\": %s,\n", r->test_ternarize[0] ? "true" : "false");
     printf("  \"head\": \"%s\",\n  \"approximate\": %s,\n", r->approx_head ? "approx" : "exact",
            r->approx_head ? "true" : "false");
-    printf("  \"head_rows_per_token\": %.6g,\n", r->head_rows_per_token);
+    printf("  \"head_rows_per_token\": %.6g,\n  \"head_centroid_rows_per_token\": %.6g,\n",
+           r->head_rows_per_token, r->head_centroids_per_token);
+    if (r->approx_head)
+        printf("  \"head_centroids\": %d,\n  \"head_top_c\": %d,\n  \"head_seed\": %llu,\n", r->head.n_centroids,
+               r->head.top_c, (unsigned long long)r->head.seed);
     printf("  \"n_ctx\": %d,\n  \"n_chunk\": %d,\n  \"n_vocab\": %d,\n  \"top_k\": %d,\n"
            "  \"text_tokens\": %lld,\n  \"scored_tokens\": %lld,\n",
            r->n_ctx, r->n_chunk, r->n_vocab, r->k, (long long)r->n_text_tokens, (long long)s->n);
@@ -116,7 +122,13 @@ static void print_text(const tb_quality_opts_t *o, const tb_quality_result_t *r)
     const tb_quality_stats_t *s = &r->st;
     printf("test        %s%s\n", o->model, r->test_ternarize[0] ? "  [post-hoc ternarized]" : "");
     if (r->test_ternarize[0]) printf("            ternarization: %s (post-hoc)\n", r->test_ternarize);
-    printf("head        %s\n", r->approx_head ? "APPROXIMATE (clustered output head)" : "exact");
+    if (r->approx_head)
+        printf("head        APPROXIMATE: %d centroids, top %d clusters scored (seed %llu, %d k-means rounds); "
+               "%.1f of %d rows + %.0f centroids per token\n", r->head.n_centroids, r->head.top_c,
+               (unsigned long long)r->head.seed, r->head.iters, r->head_rows_per_token, r->n_vocab,
+               r->head_centroids_per_token);
+    else
+        printf("head        exact (%.0f rows per token)\n", r->head_rows_per_token);
     printf("reference   %s (%s)\n", o->ref_model ? o->ref_model : o->ref_file, o->ref_model ? "model" : "file");
     printf("text        %s: %lld tokens, %d chunks of %d, %lld scored, top-K %d\n\n", o->text,
            (long long)r->n_text_tokens, r->n_chunk, r->n_ctx, (long long)s->n, r->k);
@@ -168,6 +180,7 @@ int cmd_quality(int argc, char **argv) {
         {"ctx", required_argument, 0, 'c'},      {"chunks", required_argument, 0, 'C'},
         {"threads", required_argument, 0, 't'},  {"json", no_argument, 0, 'j'},
         {"save-ref", required_argument, 0, 'S'}, {"help", no_argument, 0, 'h'},
+        {"head", required_argument, 0, 'H'},
         {0, 0, 0, 0},
     };
     tb_quality_opts_t o = {0};
@@ -185,6 +198,9 @@ int cmd_quality(int argc, char **argv) {
         case 'x': o.text = optarg; break;
         case 'S': o.save_ref = optarg; break;
         case 'j': json = true; break;
+        case 'H':
+            if (tb_head_parse(optarg, &o.approx_head, &o.head) != TB_OK) return usage_error("--head: %s", tb_last_error());
+            break;
         case 'c':
             if (!parse_int(optarg, 8, 1 << 20, &o.n_ctx)) return usage_error("--ctx expects 8..1048576 tokens, got '%s'", optarg);
             break;

@@ -173,6 +173,8 @@ typedef struct tb_quality_opts {
     int32_t n_ctx;           /* tokens per chunk (>= 8); 0: 512                     */
     int32_t n_chunks;        /* chunks scored; <= 0: all that fit                   */
     int32_t n_threads;       /* 0: 1                                                */
+    bool approx_head;        /* the test model runs the approximate head `head`     */
+    tb_head_params_t head;
     void (*progress)(void *ud, int32_t chunk, int32_t n_chunk);
     void *progress_ud;
 } tb_quality_opts_t;
@@ -186,7 +188,9 @@ typedef struct tb_quality_result {
     char test_ternarize[64]; /* the test model's post-hoc ternarization ("" none) */
     char ref_ternarize[64];
     bool approx_head;        /* the test model ran the approximate head   */
-    double head_rows_per_token;  /* output rows the test's head read per scored position */
+    tb_head_info_t head;     /* its clustering (when approx_head)         */
+    double head_rows_per_token;      /* output rows the test's head multiplied per scored position */
+    double head_centroids_per_token; /* centroid rows per scored position (approximate head)        */
 } tb_quality_result_t;
 
 /* Run it: reference from ref_model or ref_file, optionally saved; then,

@@ -111,6 +111,7 @@ static int read_text(const char *path, char **out, size_t *n) {
 typedef struct qmodel {
     tb_model_t *m;
     tb_session_t *s;
+    tb_head_t *head;         /* the approximate head, or NULL */
     const tb_tokenizer_t *tok;
     uint8_t hash[32], tok_hash[32];
     char ternarize[64];
@@ -120,7 +121,8 @@ static int engine_fail(const char *path, const char *what) {
     return tb_quality_fail(TB_ERR_IO, "%s: %s: %s", path, what, tb_last_error());
 }
 
-static int qmodel_open(const char *path, int32_t n_ctx, int32_t n_threads, qmodel_t *q) {
+static int qmodel_open(const char *path, int32_t n_ctx, int32_t n_threads, const tb_head_params_t *hp,
+                       qmodel_t *q) {
     memset(q, 0, sizeof *q);
     int rc = tb_model_load(path, &q->m);
     if (rc) return engine_fail(path, "cannot load the model"), rc;
@@ -134,24 +136,37 @@ static int qmodel_open(const char *path, int32_t n_ctx, int32_t n_threads, qmode
     tb_session_params_t sp = tb_session_default_params();
     sp.n_ctx = n_ctx;
     sp.n_threads = n_threads;
+    if (hp && (rc = tb_head_new(q->m, hp, n_threads, &q->head)))
+        return engine_fail(path, "cannot build the approximate head"), rc;
+    sp.head = q->head;
     if ((rc = tb_session_new(q->m, &sp, &q->s))) return engine_fail(path, "cannot create a session"), rc;
     return TB_OK;
 }
 
 static void qmodel_close(qmodel_t *q) {
     tb_session_free(q->s);
+    tb_head_free(q->head);
     tb_model_free(q->m);
     memset(q, 0, sizeof *q);
 }
 
 /* Eval one chunk (BOS already in place): its scored positions' logits are
- * then tb_session_logits(s, 0 .. n_scored - 1). */
-static int eval_chunk(const char *path, tb_session_t *s, const int32_t *chunk, int32_t n_ctx) {
+ * then tb_session_logits(s, 0 .. n_scored - 1). hs (may be NULL) adds the
+ * head's reads of the scored positions. */
+static int eval_chunk(const char *path, tb_session_t *s, const int32_t *chunk, int32_t n_ctx, tb_head_stats_t *hs) {
     const int32_t first = n_ctx / 2;
     tb_session_reset(s);
+    tb_head_stats_t a, b;
     int rc = tb_session_eval(s, chunk, first, false);
+    tb_session_get_head_stats(s, &a);
     if (rc == TB_OK) rc = tb_session_eval(s, chunk + first, n_ctx - 1 - first, true);
     if (rc) return engine_fail(path, "eval failed");
+    tb_session_get_head_stats(s, &b);
+    if (hs) {
+        hs->positions += b.positions - a.positions;
+        hs->rows += b.rows - a.rows;
+        hs->centroid_rows += b.centroid_rows - a.centroid_rows;
+    }
     return TB_OK;
 }
 
@@ -251,6 +266,7 @@ int tb_quality_run(const tb_quality_opts_t *o, tb_quality_result_t *r) {
     float *lp = NULL, *lq = NULL;
     uint8_t *mark = NULL;
     int32_t *chunk = NULL;
+    tb_head_stats_t hs = {0};
     if ((rc = read_text(o->text, &text, &text_len))) goto done;
     tb_sha256_t c;
     tb_sha256_init(&c);
@@ -264,12 +280,12 @@ int tb_quality_run(const tb_quality_opts_t *o, tb_quality_result_t *r) {
         if ((rc = ref_check(o, &ref, text_hash, NULL))) goto done;
         if (o->n_chunks > 0 && (uint32_t)o->n_chunks < ref.n_chunk) ref.n_chunk = (uint32_t)o->n_chunks;
     } else {
-        if ((rc = qmodel_open(o->ref_model, n_ctx, threads, &rm))) goto done;
+        if ((rc = qmodel_open(o->ref_model, n_ctx, threads, NULL, &rm))) goto done;
         if ((rc = ref_from_model(o, &rm, text, text_len, n_ctx, &ref))) goto done;
         memcpy(ref.text_hash, text_hash, 32);
     }
     if (o->model) {
-        if ((rc = qmodel_open(o->model, n_ctx, threads, &tm))) goto done;
+        if ((rc = qmodel_open(o->model, n_ctx, threads, o->approx_head ? &o->head : NULL, &tm))) goto done;
         if (o->ref_file && (rc = ref_check(o, &ref, text_hash, &tm))) goto done;
         if (o->ref_model) {
             const tb_quality_opts_t o2 = {.ref_file = o->ref_model, .model = o->model, .text = o->text};
@@ -286,8 +302,8 @@ int tb_quality_run(const tb_quality_opts_t *o, tb_quality_result_t *r) {
     for (uint32_t ci = 0; ci < ref.n_chunk; ci++) {
         memcpy(chunk, ref.tokens + (size_t)ci * ref.n_ctx, (size_t)n_ctx * sizeof *chunk);
         if (ref.flags & 1) chunk[0] = ref.bos;
-        if (rm.s && (rc = eval_chunk(o->ref_model, rm.s, chunk, n_ctx))) goto done;
-        if (tm.s && (rc = eval_chunk(o->model, tm.s, chunk, n_ctx))) goto done;
+        if (rm.s && (rc = eval_chunk(o->ref_model, rm.s, chunk, n_ctx, NULL))) goto done;
+        if (tm.s && (rc = eval_chunk(o->model, tm.s, chunk, n_ctx, &hs))) goto done;
         for (int32_t j = 0; j < ns; j++) {
             tb_quality_rec_t *rec = &ref.recs[(size_t)ci * (size_t)ns + (size_t)j];
             const int32_t next = chunk[n_ctx / 2 + j + 1];
@@ -307,6 +323,10 @@ int tb_quality_run(const tb_quality_opts_t *o, tb_quality_result_t *r) {
         r->has_test = true;
         tb_quality_hex(tm.hash, r->test_hash);
         snprintf(r->test_ternarize, sizeof r->test_ternarize, "%s", tm.ternarize);
+        r->approx_head = tm.head != NULL;
+        if (tm.head) tb_head_get_info(tm.head, &r->head);
+        r->head_rows_per_token = hs.positions ? (double)hs.rows / (double)hs.positions : 0;
+        r->head_centroids_per_token = hs.positions ? (double)hs.centroid_rows / (double)hs.positions : 0;
     }
     r->n_ctx = n_ctx;
     r->n_chunk = (int32_t)ref.n_chunk;
