@@ -6,8 +6,9 @@
  *
  * Build (tb_head_new, once per model):
  *   rows     = the output head's V rows, dequantized to f32 (E each)
- *   k-means  = Lloyd's algorithm on a strided sample of at most 65,536
- *              rows, squared Euclidean distance, `iters` rounds, seeded:
+ *   k-means  = Lloyd's algorithm on a strided sample of max(16,384,
+ *              4 C) rows (all when V is smaller), squared Euclidean
+ *              distance, `iters` rounds, seeded:
  *              the initial centroids are distinct sample rows drawn by a
  *              splitmix64 stream from `seed`; an empty cluster is
  *              re-seeded with a drawn sample row
@@ -28,7 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define SAMPLE_MAX 65536
+#define SAMPLE_MIN 16384     /* sample rows, at least (4 per centroid above 4,096) */
 #define BATCH 2048
 
 static uint64_t splitmix(uint64_t *s) {
@@ -99,24 +100,24 @@ static int km_assign(km_t *k, const float *X, int64_t n, int32_t *lab) {
 }
 
 /* Centroids = means of their rows; an empty one takes a drawn row. */
-static void km_update(km_t *k, const float *X, int64_t n, const int32_t *lab, int64_t *cnt, uint64_t *rng) {
-    memset(k->cent, 0, (size_t)k->C * k->E * sizeof(float));
-    memset(cnt, 0, (size_t)k->C * sizeof *cnt);
+static int km_update(km_t *k, const float *X, int64_t n, const int32_t *lab, int64_t *cnt, uint64_t *rng) {
     double *acc = calloc((size_t)k->C * k->E, sizeof *acc);
+    if (!acc) return tb_err(TB_ERR_NOMEM, "approximate head: out of memory for %d centroid sums", k->C);
+    memset(cnt, 0, (size_t)k->C * sizeof *cnt);
     for (int64_t i = 0; i < n; i++) {
         cnt[lab[i]]++;
-        if (acc)
-            for (int32_t e = 0; e < k->E; e++) acc[(size_t)lab[i] * k->E + e] += X[i * k->E + e];
+        for (int32_t e = 0; e < k->E; e++) acc[(size_t)lab[i] * k->E + e] += X[i * k->E + e];
     }
     for (int32_t c = 0; c < k->C; c++) {
         float *dst = k->cent + (size_t)c * k->E;
-        if (cnt[c] == 0 || !acc) {
+        if (cnt[c] == 0) {
             memcpy(dst, X + (int64_t)(splitmix(rng) % (uint64_t)n) * k->E, (size_t)k->E * sizeof(float));
             continue;
         }
         for (int32_t e = 0; e < k->E; e++) dst[e] = (float)(acc[(size_t)c * k->E + e] / (double)cnt[c]);
     }
     free(acc);
+    return TB_OK;
 }
 
 /* Dequantize rows [r0, r0 + n) of the output head into X (n, E). */
@@ -136,12 +137,14 @@ int tb_head_new(const tb_model_t *m, const tb_head_params_t *p, int n_threads, t
     const int32_t C = p->n_centroids;
     const int32_t T = p->top_c ? p->top_c : TB_MAX(1, C / 16);
     if (T < 1 || T > C) return tb_err(TB_ERR_ARG, "approximate head: top %d of %d clusters", T, C);
+    if (!m->output.data || !tb_type_traits(m->output.type))
+        return tb_err(TB_ERR_UNSUPPORTED, "approximate head: the output head's type cannot be dequantized");
     tb_head_t *h = calloc(1, sizeof *h);
     if (!h) return tb_err(TB_ERR_NOMEM, "approximate head: out of memory");
     *h = (tb_head_t){.m = m, .C = C, .T = T, .V = V, .E = E, .type = m->output.type,
                      .row_bytes = m->output.row_bytes, .seed = p->seed ? p->seed : 1,
                      .iters = p->iters > 0 ? p->iters : 8};
-    const int64_t S = TB_MIN((int64_t)V, (int64_t)SAMPLE_MAX), stride = (V + S - 1) / S;
+    const int64_t S = TB_MIN((int64_t)V, TB_MAX((int64_t)SAMPLE_MIN, 4 * (int64_t)C)), stride = (V + S - 1) / S;
     const int64_t Sn = (V + stride - 1) / stride;        /* rows 0, stride, 2 stride, ... */
     km_t k = {.C = C, .E = E};
     float *X = malloc((size_t)TB_MAX(Sn, (int64_t)BATCH) * E * sizeof *X);
@@ -175,7 +178,7 @@ int tb_head_new(const tb_model_t *m, const tb_head_params_t *p, int n_threads, t
     }
     for (int32_t it = 0; it < h->iters && rc == TB_OK; it++) {
         if ((rc = km_assign(&k, X, Sn, lab))) break;
-        km_update(&k, X, Sn, lab, cnt, &rng);
+        rc = km_update(&k, X, Sn, lab, cnt, &rng);
     }
     /* every row to its nearest centroid, in batches */
     for (int64_t b = 0; b < V && rc == TB_OK; b += BATCH) {
