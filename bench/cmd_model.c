@@ -313,6 +313,8 @@ static int model_quantize(int argc, char **argv) {
     }
     if (optind != argc - 2) return usage_error("quantize", "%s", "expected IN.gguf and OUT.gguf");
     if (type == TB_TYPE_COUNT) return usage_error("quantize", "%s", "--type is required");
+    if (tern && type != TB_TYPE_TQ2_0 && type != TB_TYPE_TQ1_0)
+        return usage_error("quantize", "--ternarize needs --type tq2_0 or tq1_0, got %s", tb_type_name(type));
     uint64_t t0 = tb_now_ns();
     guard_tmp(argv[optind + 1]);
     const tb_quantize_params_t qp = {.type = type, .embd_type = embd_type, .output_type = output_type,

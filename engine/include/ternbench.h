@@ -751,7 +751,8 @@ typedef struct tb_quantize_params {
 } tb_quantize_params_t;
 
 /* tb_quantize_model_types with every option in one struct, and the
- * post-hoc ternarization: its values are exactly {-1, 0, 1} * gamma in
+ * post-hoc ternarization (type must then be TQ2_0 or TQ1_0, else
+ * TB_ERR_ARG): its values are exactly {-1, 0, 1} * gamma in
  * f32 before they are stored in their type (TQ2_0 and TQ1_0 keep them
  * exactly, as {-1, 0, 1} times an f16 scale; a wider fallback type keeps
  * them as its own rounding of gamma). */

@@ -209,6 +209,9 @@ int tb_quantize_model_ex(const char *in_path, const char *out_path, const tb_qua
     const tb_ternarize_t tern = p->ternarize;
     if (tern != TB_TERNARIZE_NONE && tern != TB_TERNARIZE_ABSMEAN)
         return tb_err(TB_ERR_ARG, "quantize: unknown ternarization %d", (int)tern);
+    if (tern && type != TB_TYPE_TQ2_0 && type != TB_TYPE_TQ1_0)
+        return tb_err(TB_ERR_ARG, "quantize: ternarization stores ternary types only (tq2_0, tq1_0), not %s",
+                      tb_type_name(type));
     const tb_type_t req[3] = {type, embd_type, output_type};
     for (int i = 0; i < 3; i++)
         if ((i == 0 || req[i] != TB_TYPE_COUNT) && (!tb_type_supported((uint32_t)req[i]) || req[i] == TB_TYPE_Q8_K))

@@ -133,6 +133,11 @@ static void test_bad_mode(void **state) {
                                      .output_type = TB_TYPE_COUNT, .ternarize = (tb_ternarize_t)7};
     assert_int_equal(tb_quantize_model_ex(stories, out, &qp), TB_ERR_ARG);
     assert_non_null(strstr(tb_last_error(), "ternarization"));
+    /* only into ternary types: q4_0 would not keep {-1, 0, 1} * gamma */
+    const tb_quantize_params_t q4 = {.type = TB_TYPE_Q4_0, .embd_type = TB_TYPE_COUNT,
+                                     .output_type = TB_TYPE_COUNT, .ternarize = TB_TERNARIZE_ABSMEAN};
+    assert_int_equal(tb_quantize_model_ex(stories, out, &q4), TB_ERR_ARG);
+    assert_non_null(strstr(tb_last_error(), "tq2_0"));
 }
 
 int main(void) {
