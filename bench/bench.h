@@ -6,16 +6,18 @@
 #ifndef TB_BENCH_H
 #define TB_BENCH_H
 
+#include "analysis.h"
+#include "commands.h"
 #include "ternbench.h"
+#include "ternbench_profile.h"
 
 #include <stdbool.h>
 #include <stddef.h>
 
 #define BENCH_MAX_MODELS 4
-#define PROBE_AGREE 0.15    /* a rep is settled when its probes differ by at most this share */
+#define PROBE_AGREE TB_AN_PROBE_AGREE
 #define STEAL_NOTE 1.0      /* % of CPU time stolen in a rep that the text output names */
-#define CPU_FULL 0.85       /* a rep ran at full speed when both its CPU probes reach this share
-                               of the test's best CPU probe */
+#define CPU_FULL TB_AN_CPU_FULL
 
 typedef struct {
     const char *models[BENCH_MAX_MODELS];
@@ -25,10 +27,13 @@ typedef struct {
     bool mmap;          /* --mmap: TB_WEIGHTS_MMAP */
     bool profile;       /* --profile: per-phase split of one more decode run */
     bool tok_turns;     /* --interleave token: decode files take turns token by token */
+    bool quiet;         /* -q: no progress display */
+    const char *db;     /* --db FILE (default tb_store_default_path()); NULL: --no-db */
+    cmd_tags_t tags;    /* --tag KEY=VALUE, then the engine's provenance tags */
 } bench_opts_t;
 
 typedef struct {
-    char test[32];
+    char test[48];
     double tps_median, tps_stddev;
     double bytes_per_token, gbps;
     double bw_median;                   /* median of the reps' rooflines (GB/s)   */
@@ -61,6 +66,8 @@ typedef struct {
 /* One file under test and its results. */
 typedef struct {
     const char *path;
+    int64_t run_id;                     /* its run in the database */
+    char uuid[37];
     tb_model_t *m;
     tb_session_t *s;
     tb_model_info_t info;
@@ -71,13 +78,7 @@ typedef struct {
     double sprof_ms;                    /* that run's ms per token                  */
 } bench_var_t;
 
-/* Pairs b[i] / a[i] of two series over the same reps or tokens. */
-typedef struct {
-    size_t n;                           /* pairs; 0: none */
-    double median, q25, q75, min, max;  /* of b[i] / a[i] */
-    size_t faster;                      /* pairs with b[i] > a[i] */
-    double sign_p;                      /* two-sided sign test of `faster` */
-} bench_paired_t;
+typedef tb_an_paired_t bench_paired_t;
 
 /* Variant b against variant a: tok/s over the same reps, and, when the
  * decode files took turns token by token, speed over the same token pairs

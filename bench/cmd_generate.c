@@ -35,12 +35,11 @@ static int usage_error(const char *fmt, const char *arg) {
     return 2;
 }
 
+/* Decimal only (cmd_parse_ll): "" is not 0, "010" is not 8. */
 static bool parse_long(const char *s, long lo, long hi, long *out) {
-    char *end;
-    errno = 0;
-    long v = strtol(s, &end, 0);
-    if (errno || end == s || *end || v < lo || v > hi) return false;
-    *out = v;
+    long long v;
+    if (cmd_parse_ll(s, lo, hi, &v)) return false;
+    *out = (long)v;
     return true;
 }
 

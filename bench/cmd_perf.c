@@ -21,20 +21,8 @@
 #define PROBE_REPS 5
 
 /* ---------------------------------------------------------------------- */
-/* Argument helpers                                                         */
+/* Probes shared with bench                                                 */
 /* ---------------------------------------------------------------------- */
-
-int cmd_arg_int(const char *cmd, const char *opt, const char *v, int lo, int hi, int *out) {
-    char *end;
-    long x = v ? strtol(v, &end, 10) : 0;
-    if (!v || *end || x < lo || x > hi) {
-        fprintf(stderr, "ternbench %s: %s expects an integer in %d..%d, got '%s'\n", cmd, opt, lo, hi,
-                v ? v : "");
-        return 2;
-    }
-    *out = (int)x;
-    return 0;
-}
 
 int cmd_probe(int threads, double *gbps) {
     int rc = tb_bandwidth_probe(threads, PROBE_BYTES, PROBE_REPS, gbps);
@@ -67,6 +55,11 @@ int cmd_cpu_probe(int threads, double *ghz_min, double *vec_min) {
  * best of PROBE_REPS passes), taken round-robin over the thread counts so
  * that each count sees the same moments of a machine whose bandwidth
  * moves; the roofline is the best probe, printed with the spread. */
+static const char bandwidth_usage[] =
+    "usage: ternbench bandwidth [-t N] [-r R] [--json]\n"
+    "  -t N  1..N threads (default 2)\n"
+    "  -r R  probes per thread count, round-robin (default 1); prints min/median/max\n";
+
 int cmd_bandwidth(int argc, char **argv) {
     int threads = 2, samples = 1;
     bool json = false;
@@ -78,10 +71,7 @@ int cmd_bandwidth(int argc, char **argv) {
         } else if (!strcmp(argv[i], "-r")) {
             if (cmd_arg_int(argv[0], argv[i], v, 1, 1000, &samples)) return 2;
         } else {
-            fprintf(stderr, "usage: ternbench bandwidth [-t N] [-r R] [--json]\n"
-                            "  -t N  1..N threads (default 2)\n"
-                            "  -r R  probes per thread count, round-robin (default 1); prints min/median/max\n");
-            return 2;
+            return cmd_arg_reject(argv[0], argv[i], bandwidth_usage);
         }
         i++;
     }
@@ -510,6 +500,19 @@ static int run_ceiling(const kernels_opts_t *o, const tb_type_t *types, int n_ty
     return rc;
 }
 
+static const char kernels_usage[] =
+    "usage: ternbench kernels [--format F] [--isa I] [-t N] [--shape RxC] [--hot] [--json]\n"
+    "       ternbench kernels --ceiling [--format F] [--isa I] [-t N] [-r R] [--window MS] [--json]\n"
+    "  --shape RxC  one matvec shape (and the gemm on it) instead of the decode set\n"
+    "  --hot        one copy of each matrix, so a shape that fits the caches is read\n"
+    "               from them: the kernel's arithmetic ceiling, not its roofline;\n"
+    "               without --shape, rows of 2048, 512 and 5632 columns, 256 KiB each\n"
+    "  --ceiling    that ceiling with 1..N threads busy at once, each on its own 256 KiB\n"
+    "               copy of 2048-column rows, against the probe at as many threads:\n"
+    "               R rounds (default 3) of a MS-long window (default 100) per tier\n"
+    "  --json       one object per (format, tier, kind, shape), best and median;\n"
+    "               act_us: quantizing the activations, which the timed pass excludes\n";
+
 int cmd_kernels(int argc, char **argv) {
     static const tb_type_t all[] = {TB_TYPE_TQ2_0, TB_TYPE_TQ1_0, TB_TYPE_Q4_0, TB_TYPE_Q8_0,
                                     TB_TYPE_Q4_K, TB_TYPE_Q6_K, TB_TYPE_F16, TB_TYPE_BF16, TB_TYPE_F32};
@@ -539,19 +542,10 @@ int cmd_kernels(int argc, char **argv) {
             }
             o.rows = r;
             o.cols = c;
+        } else if (!v && (!strcmp(argv[i], "--format") || !strcmp(argv[i], "--isa") || !strcmp(argv[i], "--shape"))) {
+            return cmd_arg_missing(argv[0], argv[i], kernels_usage);
         } else {
-            fprintf(stderr, "usage: ternbench kernels [--format F] [--isa I] [-t N] [--shape RxC] [--hot] [--json]\n"
-                            "       ternbench kernels --ceiling [--format F] [--isa I] [-t N] [-r R] [--window MS] [--json]\n"
-                            "  --shape RxC  one matvec shape (and the gemm on it) instead of the decode set\n"
-                            "  --hot        one copy of each matrix, so a shape that fits the caches is read\n"
-                            "               from them: the kernel's arithmetic ceiling, not its roofline;\n"
-                            "               without --shape, rows of 2048, 512 and 5632 columns, 256 KiB each\n"
-                            "  --ceiling    that ceiling with 1..N threads busy at once, each on its own 256 KiB\n"
-                            "               copy of 2048-column rows, against the probe at as many threads:\n"
-                            "               R rounds (default 3) of a MS-long window (default 100) per tier\n"
-                            "  --json       one object per (format, tier, kind, shape), best and median;\n"
-                            "               act_us: quantizing the activations, which the timed pass excludes\n");
-            return 2;
+            return cmd_arg_reject(argv[0], argv[i], kernels_usage);
         }
         i++;
     }

@@ -2,7 +2,7 @@
  * cmd_report.c — `ternbench report`: plotted report of recorded runs.
  *
  *   ternbench report [--db PATH] [--run ID... | --tag K=V | --last N] --out DIR
- *                    [--baseline SEL --compare SEL] [--diffable] [--no-charts]
+ *                    [--baseline SEL --compare SEL] [--split GBPS] [--diffable] [--no-charts]
  *
  * A thin layer over report/report.h: parse arguments, call
  * tb_report_write, print where the report is and at most one warning.
@@ -12,6 +12,7 @@
 #include "store.h"
 #include "ternbench.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,7 +20,7 @@
 static void usage(FILE *f) {
     fprintf(f,
         "usage: ternbench report [--db PATH] [--run ID... | --tag K=V | --last N] --out DIR\n"
-        "                        [--baseline SEL --compare SEL] [--diffable] [--no-charts]\n"
+        "                        [--baseline SEL --compare SEL] [--split GBPS] [--diffable] [--no-charts]\n"
         "\n"
         "  --db PATH        results database (default " TB_STORE_DEFAULT_PATH ", or $TB_DB)\n"
         "  --run ID...      these runs (several ids, or --run repeated)\n"
@@ -29,6 +30,8 @@ static void usage(FILE *f) {
         "  --baseline SEL   with --compare: speedup columns (compare / baseline) per matching test\n"
         "  --compare SEL    SEL is ID[,ID...], last[:N], K=V or tag:K=V, commit:SHA,\n"
         "                   format:TYPE (tq2_0, q4_0, f16, ...) or model:NAME\n"
+        "  --split GBPS     a table of every test's repetitions by machine state: low or high when\n"
+        "                   both probes lie on one side of GBPS and agree, else mixed\n"
         "  --diffable       omit timestamps and paths (for golden files)\n"
         "  --no-charts      tables only\n"
         "\n"
@@ -43,7 +46,7 @@ static int is_number(const char *s) {
 
 /* Options followed by a value (--run takes its ids itself). */
 static int takes_value(const char *a) {
-    static const char *const opts[] = {"--db", "--out", "-o", "--tag", "--last", "--baseline", "--compare"};
+    static const char *const opts[] = {"--db", "--out", "-o", "--tag", "--last", "--baseline", "--compare", "--split"};
     for (size_t i = 0; i < sizeof opts / sizeof opts[0]; i++)
         if (!strcmp(a, opts[i])) return 1;
     return 0;
@@ -61,6 +64,15 @@ int cmd_report(int argc, char **argv) {
         else if (!strcmp(a, "--no-charts")) o.no_charts = true;
         else if (!v && takes_value(a)) { fprintf(stderr, "ternbench report: %s needs a value\n", a); usage(stderr); return 2; }
         else if (!strcmp(a, "--db")) { o.db_path = v; i++; }
+        else if (!strcmp(a, "--split")) {
+            char *end;
+            o.split_gbps = strtod(v, &end);
+            if (end == v || *end || !(o.split_gbps > 0) || !isfinite(o.split_gbps)) {
+                fprintf(stderr, "ternbench report: --split '%s': expected a bandwidth in GB/s above 0\n", v);
+                return 2;
+            }
+            i++;
+        }
         else if (!strcmp(a, "--out") || !strcmp(a, "-o")) { o.out_dir = v; i++; }
         else if (!strcmp(a, "--run")) {
             if (have_sel && o.sel.kind != TB_REPORT_SEL_RUNS) goto one_sel;
@@ -97,7 +109,7 @@ int cmd_report(int argc, char **argv) {
             *(!strcmp(a, "--baseline") ? &have_base : &have_cmp) = 1;
             i++;
         } else {
-            fprintf(stderr, "ternbench report: unknown argument '%s'\n", a);
+            cmd_arg_reject("report", a, NULL);
             usage(stderr);
             return 2;
         }

@@ -1,17 +1,21 @@
 /*
  * cmd_results.c — reading results back:
  *   ternbench list   [--db PATH] [--last N]
- *   ternbench show   RUN [--db PATH]            (RUN: id or uuid prefix)
+ *   ternbench show   RUN [--db PATH]            (RUN: id, or uuid prefix; find_run)
  *   ternbench export [--db PATH] [--format csv|json|md] [--run RUN]... [--all]
  * export writes one row per measurement (repetition >= 0, and the -1
  * summaries); --all adds the spread rows ("metric:stddev" ...).
  */
+#include "analysis.h"
 #include "commands.h"
 #include "store.h"
 #include "ternbench.h"
 
 #include <errno.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <sqlite3.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,18 +25,27 @@
 /* Shared                                                                 */
 /* ===================================================================== */
 
-/* Open the store (migrating and recovering like every opener). */
+/* Open the store for reading (tb_store_open_read): it writes only when
+ * something is due and the file is writable; say what was done or is
+ * pending. */
 static tb_store_t *open_store(const char *cmd, const char *db) {
     tb_store_t *s;
-    /* reading commands never create a database: a mistyped --db is an error */
-    if (access(db, F_OK) != 0) {
-        fprintf(stderr, "ternbench %s: %s: no results database there (%s)\n", cmd, db, strerror(errno));
-        return NULL;
-    }
-    if (tb_store_open(db, &s, NULL) != TB_OK) {
+    tb_store_read_info_t info;
+    if (tb_store_open_read(db, &s, &info) != TB_OK) {
         fprintf(stderr, "ternbench %s: %s\n", cmd, tb_last_error());
         return NULL;
     }
+    if (info.n_recovered > 0)
+        fprintf(stderr, "ternbench %s: marked %d run(s) left by dead processes as interrupted\n", cmd,
+                info.n_recovered);
+    const char *why = info.write_error[0] ? info.write_error : "the database is read-only";
+    if (info.old_version > 0)
+        fprintf(stderr, "ternbench %s: %s has schema version %d (this build: %d) and cannot be migrated (%s): "
+                "read through a migrated copy in memory; the file is unchanged\n", cmd, db, info.old_version,
+                tb_store_version(), why);
+    if (info.n_pending > 0)
+        fprintf(stderr, "ternbench %s: %d run(s) of dead processes still show 'running': recovery pending (%s); "
+                "the next writable open marks them interrupted\n", cmd, info.n_pending, why);
     return s;
 }
 
@@ -51,17 +64,51 @@ static const char *col(sqlite3_stmt *st, int i) {
     return t ? (const char *)t : "";
 }
 
-/* Resolve RUN (numeric id or uuid prefix) to an id; -1 if none/ambiguous. */
+/* How RUN names a run (the rule the usage texts state): all digits is a
+ * run id, never a uuid; "id:N" the same explicitly; "uuid:PREFIX" a uuid
+ * prefix of any length; otherwise a uuid prefix of at least
+ * RUN_UUID_MIN_PREFIX hex digits (dashes allowed). */
+#define RUN_UUID_MIN_PREFIX 8
+#define RUN_RULE "RUN is a run id (digits, as `list` shows), or a uuid prefix of at least 8 hex\n" \
+                 "digits, or uuid:PREFIX (any length) / id:N to say which explicitly\n"
+
+/* Resolve RUN to a run id; -1 (message printed) if malformed, unknown or
+ * ambiguous. */
 static int64_t find_run(sqlite3 *db, const char *cmd, const char *arg) {
-    sqlite3_stmt *st = prep(db, cmd, "SELECT id FROM runs WHERE CAST(id AS TEXT) = ?1 OR uuid LIKE ?1 || '%'");
+    const char *a = arg;
+    bool by_id = false, by_uuid = false;
+    if (!strncmp(a, "id:", 3)) { a += 3; by_id = true; }
+    else if (!strncmp(a, "uuid:", 5)) { a += 5; by_uuid = true; }
+    size_t n_digits = strspn(a, "0123456789"), n_hex = 0;
+    for (const char *c = a; *c; c++) n_hex += *c != '-';
+    bool hex = *a && strspn(a, "0123456789abcdefABCDEF-") == strlen(a);
+    if (!by_uuid && *a && !a[n_digits]) by_id = true;
+    else if (by_id || !hex || (!by_uuid && n_hex < RUN_UUID_MIN_PREFIX)) {
+        fprintf(stderr, "ternbench %s: \"%s\" is not a run: " RUN_RULE, cmd, arg);
+        return -1;
+    }
+    char low[64];
+    if (!by_id) {   /* uuids are stored lower-case */
+        if (strlen(a) >= sizeof low) { fprintf(stderr, "ternbench %s: no run matches \"%s\"\n", cmd, arg); return -1; }
+        for (size_t k = 0; k <= strlen(a); k++) low[k] = (char)(a[k] >= 'A' && a[k] <= 'F' ? a[k] + 32 : a[k]);
+    }
+    long long want = -1;
+    if (by_id && cmd_parse_ll(a, 0, INT64_MAX, &want)) want = -1;   /* too many digits: no such run */
+    sqlite3_stmt *st = prep(db, cmd, by_id ? "SELECT id FROM runs WHERE id = ?1"
+                                           : "SELECT id FROM runs WHERE substr(uuid, 1, length(?1)) = ?1");
     if (!st) return -1;
     int64_t id = -1;
-    int n = 0;
-    if (sqlite3_bind_text(st, 1, arg, -1, SQLITE_TRANSIENT) == SQLITE_OK)
-        while (sqlite3_step(st) == SQLITE_ROW) { id = sqlite3_column_int64(st, 0); n++; }
+    int n = 0, rc = by_id ? sqlite3_bind_int64(st, 1, want) : sqlite3_bind_text(st, 1, low, -1, SQLITE_TRANSIENT);
+    if (rc == SQLITE_OK)
+        while ((rc = sqlite3_step(st)) == SQLITE_ROW) { id = sqlite3_column_int64(st, 0); n++; }
+    if (rc != SQLITE_DONE) {
+        fprintf(stderr, "ternbench %s: %s\n", cmd, sqlite3_errmsg(db));
+        sqlite3_finalize(st);
+        return -1;
+    }
     sqlite3_finalize(st);
-    if (n == 0) fprintf(stderr, "ternbench %s: no run matches \"%s\"\n", cmd, arg);
-    if (n > 1) fprintf(stderr, "ternbench %s: \"%s\" matches %d runs; give more of the uuid\n", cmd, arg, n);
+    if (n == 0) fprintf(stderr, "ternbench %s: no run %s \"%s\"\n", cmd, by_id ? "has the id" : "has a uuid starting", arg);
+    if (n > 1) fprintf(stderr, "ternbench %s: \"%s\" is the start of %d runs' uuids; give more of it\n", cmd, arg, n);
     return n == 1 ? id : -1;
 }
 
@@ -69,22 +116,22 @@ static int64_t find_run(sqlite3 *db, const char *cmd, const char *arg) {
 /* list                                                                   */
 /* ===================================================================== */
 
+static const char list_usage[] = "usage: ternbench list [--db PATH] [--last N]\n";
+
 int cmd_list(int argc, char **argv) {
     const char *db = tb_store_default_path();
-    long last = 0;
+    long long last = 0;
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--db") && i + 1 < argc) db = argv[++i];
-        else if (!strcmp(argv[i], "--last") && i + 1 < argc) {
-            char *end;
-            last = strtol(argv[++i], &end, 10);
-            if (end == argv[i] || *end || last <= 0) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if ((!strcmp(a, "--db") || !strcmp(a, "--last")) && !v) return cmd_arg_missing("list", a, list_usage);
+        if (!strcmp(a, "--db")) db = argv[++i];
+        else if (!strcmp(a, "--last")) {
+            if (cmd_parse_ll(argv[++i], 1, INT64_MAX, &last)) {
                 fprintf(stderr, "ternbench list: --last expects a count >= 1, got '%s'\n", argv[i]);
                 return 2;
             }
         } else {
-            fprintf(stderr, "ternbench list: unexpected argument '%s'\n"
-                            "usage: ternbench list [--db PATH] [--last N]\n", argv[i]);
-            return 2;
+            return cmd_arg_reject("list", a, list_usage);
         }
     }
     tb_store_t *s = open_store("list", db);
@@ -116,6 +163,8 @@ int cmd_list(int argc, char **argv) {
 /* show                                                                   */
 /* ===================================================================== */
 
+static const char show_usage[] = "usage: ternbench show RUN [--db PATH]\n" RUN_RULE;
+
 /* Print "name: value" for each column of the single row of sql(?1 = id). */
 static int show_row(sqlite3 *db, const char *title, const char *sql, int64_t id) {
     sqlite3_stmt *st = prep(db, "show", sql);
@@ -135,15 +184,12 @@ static int show_row(sqlite3 *db, const char *title, const char *sql, int64_t id)
 int cmd_show(int argc, char **argv) {
     const char *db = tb_store_default_path(), *run = NULL;
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--db") && i + 1 < argc) db = argv[++i];
+        if (!strcmp(argv[i], "--db") && i + 1 >= argc) return cmd_arg_missing("show", argv[i], show_usage);
+        if (!strcmp(argv[i], "--db")) db = argv[++i];
         else if (argv[i][0] != '-' && !run) run = argv[i];
-        else {
-            fprintf(stderr, "ternbench show: unexpected argument '%s'\n"
-                            "usage: ternbench show RUN [--db PATH]\n", argv[i]);
-            return 2;
-        }
+        else return cmd_arg_reject("show", argv[i], show_usage);
     }
-    if (!run) { fprintf(stderr, "usage: ternbench show RUN [--db PATH]\n"); return 2; }
+    if (!run) { fprintf(stderr, "ternbench show: no RUN given\n%s", show_usage); return 2; }
     tb_store_t *s = open_store("show", db);
     if (!s) return 1;
     sqlite3 *d = tb_store_db(s);
@@ -165,26 +211,35 @@ int cmd_show(int argc, char **argv) {
     bad |= show_row(d, "build", "SELECT b.version, b.git_commit, b.git_dirty, b.compiler, b.cflags,"
                     " b.build_type, b.isa_best FROM builds b JOIN runs r ON r.build_id = b.id WHERE r.id = ?1", id);
 
-    sqlite3_stmt *st = prep(d, "show",
-        "SELECT t.label, t.status, COALESCE(t.thermal_state, ''), m.metric, m.value, m.unit,"
-        " COALESCE((SELECT x.value FROM measurements x WHERE x.test_id = t.id AND x.repetition = -1"
-        "           AND x.metric = m.metric || ':stddev'), 0), COALESCE(t.error, '')"
-        " FROM tests t LEFT JOIN measurements m ON m.test_id = t.id AND m.repetition = -1"
-        "   AND instr(m.metric, ':') = 0"
-        " WHERE t.run_id = ?1 ORDER BY t.id, m.metric");
+    /* per test: every metric's median over repetitions ± stddev, derived
+     * from the per-repetition rows (analysis.h) */
+    sqlite3_stmt *st = prep(d, "show", "SELECT id, COALESCE(thermal_state, ''), COALESCE(error, '')"
+                                       " FROM tests WHERE run_id = ?1 ORDER BY id");
     if (st) {
         sqlite3_bind_int64(st, 1, id);
-        printf("tests (headline statistic over repetitions ± stddev)\n");
-        char last[128] = "";
+        printf("tests (median over repetitions ± stddev, n repetitions)\n");
         while (sqlite3_step(st) == SQLITE_ROW) {
-            if (strcmp(last, col(st, 0)) != 0) {
-                snprintf(last, sizeof last, "%s", col(st, 0));
-                printf("  %s  [%s, thermal %s]%s%s\n", last, col(st, 1), col(st, 2),
-                       *col(st, 7) ? "  error: " : "", col(st, 7));
+            tb_an_test_t t;
+            if (tb_an_test_load(d, sqlite3_column_int64(st, 0), &t) != TB_OK) {
+                fprintf(stderr, "ternbench show: %s\n", tb_last_error());
+                bad = 1;
+                continue;
             }
-            if (sqlite3_column_type(st, 3) != SQLITE_NULL)
-                printf("    %-26s %14.4f ± %-10.4f %s\n", col(st, 3), sqlite3_column_double(st, 4),
-                       sqlite3_column_double(st, 6), col(st, 5));
+            printf("  %s  [%s, thermal %s]%s%s\n", t.label, t.status, col(st, 1),
+                   *col(st, 2) ? "  error: " : "", col(st, 2));
+            for (int m = 0; m < TB_M_COUNT; m++) {
+                double v[1024];
+                size_t n = 0;
+                const double *x = tb_an_series(&t, (tb_metric_id_t)m);
+                for (int r = 0; r < t.n_rep && n < 1024; r++)
+                    if (isfinite(x[r])) v[n++] = x[r];
+                if (!n) continue;
+                tb_stats_summary_t sm;
+                tb_stats_summarize(v, n, &sm);
+                printf("    %-26s %14.4f ± %-10.4f %-8s n=%zu\n", tb_metrics[m].name, sm.median, sm.stddev,
+                       tb_metrics[m].unit, n);
+            }
+            tb_an_test_free(&t);
         }
         sqlite3_finalize(st);
     } else bad = 1;
@@ -217,6 +272,9 @@ static void csv_field(const char *s) {
     putchar('"');
 }
 
+static const char export_usage[] =
+    "usage: ternbench export [--db PATH] [--format csv|json|md] [--run RUN]... [--all]\n" RUN_RULE;
+
 void cmd_json_str(const char *s) {
     putchar('"');
     for (; *s; s++) {
@@ -235,17 +293,14 @@ int cmd_export(int argc, char **argv) {
     int n_runs = 0, all = 0;
     if (!runs) return 1;
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--db") && i + 1 < argc) db = argv[++i];
-        else if (!strcmp(argv[i], "--format") && i + 1 < argc) format = argv[++i];
-        else if (!strcmp(argv[i], "--run") && i + 1 < argc) runs[n_runs++] = argv[++i];
-        else if (!strcmp(argv[i], "--all")) all = 1;
-        else {
-            fprintf(stderr, "ternbench export: unexpected argument '%s'\n"
-                            "usage: ternbench export [--db PATH] [--format csv|json|md] [--run RUN]... [--all]\n",
-                    argv[i]);
-            free(runs);
-            return 2;
-        }
+        const char *a = argv[i];
+        bool valued = !strcmp(a, "--db") || !strcmp(a, "--format") || !strcmp(a, "--run");
+        if (valued && i + 1 >= argc) { free(runs); return cmd_arg_missing("export", a, export_usage); }
+        if (!strcmp(a, "--db")) db = argv[++i];
+        else if (!strcmp(a, "--format")) format = argv[++i];
+        else if (!strcmp(a, "--run")) runs[n_runs++] = argv[++i];
+        else if (!strcmp(a, "--all")) all = 1;
+        else { free(runs); return cmd_arg_reject("export", a, export_usage); }
     }
     int fmt = !strcmp(format, "csv") ? 0 : !strcmp(format, "json") ? 1 : !strcmp(format, "md") ? 2 : -1;
     if (fmt < 0) {

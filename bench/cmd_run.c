@@ -31,8 +31,10 @@ static void on_signal(int sig) {
     stop_flag = 1;
 }
 
+static const char run_usage_text[] = "usage: ternbench run SCENARIO.ini... [--db PATH] [--tag KEY=VALUE]... [-q]\n";
+
 static int run_usage(void) {
-    fprintf(stderr, "usage: ternbench run SCENARIO.ini... [--db PATH] [--tag KEY=VALUE]... [-q]\n");
+    fputs(run_usage_text, stderr);
     return 2;
 }
 
@@ -49,7 +51,10 @@ int cmd_run(int argc, char **argv) {
     if (!files || !keys || !vals || !owned) { fprintf(stderr, "ternbench run: out of memory\n"); status = 1; goto out; }
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
-        if ((!strcmp(a, "--db") || !strcmp(a, "--tag")) && i + 1 >= argc) { status = run_usage(); goto out; }
+        if ((!strcmp(a, "--db") || !strcmp(a, "--tag")) && i + 1 >= argc) {
+            status = cmd_arg_missing("run", a, run_usage_text);
+            goto out;
+        }
         if (!strcmp(a, "--db")) db = argv[++i];
         else if (!strcmp(a, "--tag")) {
             const char *kv = argv[++i], *eq = strchr(kv, '=');
@@ -76,7 +81,7 @@ int cmd_run(int argc, char **argv) {
             vals[n_tags++] = eq + 1;
         } else if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) quiet = 1;
         else if (!strcmp(a, "-h") || !strcmp(a, "--help")) { run_usage(); status = 0; goto out; }
-        else if (a[0] == '-') { fprintf(stderr, "ternbench run: unknown option %s\n", a); status = run_usage(); goto out; }
+        else if (a[0] == '-') { status = cmd_arg_reject("run", a, run_usage_text); goto out; }
         else files[n_files++] = a;
     }
     /* provenance: the engine's software prefetch distance (--prefetch,
@@ -127,19 +132,29 @@ int cmd_run(int argc, char **argv) {
     sigaction(SIGTERM, &sa, NULL);
 
     for (int i = 0; i < n_plans && !stop_flag; i++) {
-        for (int v = 0; v < tb_plan_n_variants(&plans[i]) && !stop_flag; v++) {
+        /* [protocol] interleave = rep|token: the types as groups taking turns, else one by one */
+        const int nv = tb_plan_n_variants(&plans[i]);
+        const int il = (int)plans[i].protocol.v[K_PROTO_INTERLEAVE].i;
+        const int per = il && nv > 1 ? TB_GROUP_MAX : 1;
+        for (int v = 0; v < nv && !stop_flag; v += per) {
+            const int n = nv - v < per ? nv - v : per;
             tb_run_opts_t o = {.quiet = quiet, .n_tags = n_tags, .tag_keys = keys,
                                .tag_values = vals, .stop = &stop_flag, .summary = stdout,
-                               .variant = v};
-            tb_run_result_t res;
-            if (tb_runner_run(&plans[i], store, &o, &res) != TB_OK) {
+                               .variant = v, .interleave = il == 2 ? TB_INTERLEAVE_TOKEN : TB_INTERLEAVE_REP};
+            const tb_plan_t *pp[TB_GROUP_MAX];
+            int vars[TB_GROUP_MAX];
+            for (int k = 0; k < n; k++) { pp[k] = &plans[i]; vars[k] = v + k; }
+            tb_run_result_t res[TB_GROUP_MAX];
+            if (tb_runner_run_group(pp, vars, n, store, &o, res) != TB_OK) {
                 fprintf(stderr, "ternbench run: %s: %s\n", plans[i].path, tb_last_error());
                 status = status ? status : 1;
                 continue;
             }
             fflush(stdout);
-            if (res.interrupted) status = 130;
-            else if (res.n_failed && status == 0) status = 1;
+            for (int k = 0; k < n; k++) {
+                if (res[k].interrupted) status = 130;
+                else if (res[k].n_failed && status == 0) status = 1;
+            }
         }
     }
     if (stop_flag) {
@@ -162,11 +177,14 @@ out:
 /* scenario explain | check | keys                                        */
 /* ===================================================================== */
 
+static const char scenario_usage_text[] =
+    "usage: ternbench scenario explain FILE   resolved plan, every default shown\n"
+    "       ternbench scenario check FILE...  validate, flag tests that cannot run; print the hash\n"
+    "       ternbench scenario normalize FILE the normalized text stored with runs\n"
+    "       ternbench scenario keys           markdown reference of every key\n";
+
 static int scenario_usage(void) {
-    fprintf(stderr, "usage: ternbench scenario explain FILE   resolved plan, every default shown\n"
-                    "       ternbench scenario check FILE...  validate; print the normalized hash\n"
-                    "       ternbench scenario normalize FILE the normalized text stored with runs\n"
-                    "       ternbench scenario keys           markdown reference of every key\n");
+    fputs(scenario_usage_text, stderr);
     return 2;
 }
 
@@ -174,13 +192,23 @@ int cmd_scenario(int argc, char **argv) {
     if (argc < 2) return scenario_usage();
     const char *sub = argv[1];
     if (!strcmp(sub, "keys")) {
+        if (argc > 2) return cmd_arg_reject("scenario keys", argv[2], scenario_usage_text);
         tb_scenario_keys_markdown(stdout);
         return 0;
     }
     bool explain = !strcmp(sub, "explain"), check = !strcmp(sub, "check"),
          norm = !strcmp(sub, "normalize");
-    if (!explain && !check && !norm) return scenario_usage();
-    if (argc < 3 || ((explain || norm) && argc != 3)) return scenario_usage();
+    if (!explain && !check && !norm) {
+        fprintf(stderr, "ternbench scenario: unknown subcommand '%s'\n", sub);
+        return scenario_usage();
+    }
+    for (int i = 2; i < argc; i++)
+        if (argv[i][0] == '-' && argv[i][1]) return cmd_arg_reject("scenario", argv[i], scenario_usage_text);
+    if (argc < 3) {
+        fprintf(stderr, "ternbench scenario %s: no FILE given\n", sub);
+        return scenario_usage();
+    }
+    if ((explain || norm) && argc != 3) return cmd_arg_reject("scenario", argv[3], scenario_usage_text);
     int status = 0;
     for (int i = 2; i < argc; i++) {
         tb_plan_t p;
@@ -192,6 +220,7 @@ int cmd_scenario(int argc, char **argv) {
         }
         if (explain) tb_plan_explain(&p, stdout);
         else if (norm) fputs(p.normalized, stdout);
+        else if (tb_plan_check(&p, stderr) > 0) status = 2;
         else printf("%s: ok (%d test sections, sha256 %s)\n", argv[i], p.n_tests, p.hash);
         tb_plan_free(&p);
     }

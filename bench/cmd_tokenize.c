@@ -12,6 +12,7 @@
  * weights are never touched, so this works on vocabulary-only GGUF files.
  */
 #include "commands.h"
+#include "scenario.h"
 #include "ternbench.h"
 
 #include <errno.h>
@@ -44,27 +45,6 @@ static int open_tokenizer(const char *cmd, const char *path, tb_gguf_t **g, tb_t
         return rc;
     }
     return 0;
-}
-
-/* Whole file (NUL-terminated, caller frees); NULL with errno on failure. */
-static char *read_file(const char *path, size_t *len) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    size_t cap = 1 << 16, n = 0;
-    char *buf = malloc(cap);
-    while (buf) {
-        n += fread(buf + n, 1, cap - n, f);
-        if (n < cap) break;
-        char *nb = realloc(buf, cap *= 2);
-        if (!nb) { free(buf); buf = NULL; }
-        buf = nb;
-    }
-    bool err = ferror(f);
-    fclose(f);
-    if (!buf || err) { free(buf); return NULL; }
-    buf[n] = '\0';
-    *len = n;
-    return buf;
 }
 
 /* ===================================================================== */
@@ -117,9 +97,9 @@ int cmd_tokenize(int argc, char **argv) {
     size_t len = 0;
     char *owned = NULL;
     if (file) {
-        if (!(owned = read_file(file, &len))) {
-            fprintf(stderr, "ternbench tokenize: %s: %s\n", file, strerror(errno ? errno : EIO));
-            return 1;
+        if (tb_input_read(file, "text file", TB_PROMPT_MAX_BYTES, &owned, &len) != TB_OK) {
+            fprintf(stderr, "ternbench tokenize: %s\n", tb_last_error());
+            return 2;   /* an input error, as a bad scenario is */
         }
         text = owned;
     } else {
@@ -188,6 +168,14 @@ int cmd_detokenize(int argc, char **argv) {
     int32_t *ids = malloc((size_t)cap * sizeof *ids);
     for (int a = optind; a < argc && ids; a++) {
         const char *s = argv[a];
+        if (s[0] == '-' && (s[1] < '0' || s[1] > '9')) {   /* an option after the ids */
+            free(ids);
+            return usage_error("detokenize", detok_usage, "unknown option '%s'", s);
+        }
+        if (!s[strspn(s, ", ")]) {   /* nothing but separators: not an id, never id 0 */
+            free(ids);
+            return usage_error("detokenize", detok_usage, "'%s' is not a token id (an empty value)", argv[a]);
+        }
         while (*s) {
             if (*s == ',' || *s == ' ') { s++; continue; }
             char *end;

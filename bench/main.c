@@ -25,6 +25,12 @@ static const struct {
     {"list",       cmd_list,       "[--db PATH]  list recorded runs"},
     {"show",       cmd_show,       "RUN [--db PATH]  one run in detail"},
     {"export",     cmd_export,     "[--format csv|json|md] [--run ID...]  export measurements"},
+    {"metrics",    cmd_metrics,    "[--md|--json]  every metric a repetition records: unit, better direction, kinds"},
+    {"count",      cmd_count,      "[-m F.gguf | --kernels] [--baseline FILE] [--json]  instructions per token and kernel (callgrind)"},
+    {"compare",    cmd_compare,    "--base SEL --cand SEL [--db FILE] [--threshold PCT] [--md]  verdicts between recorded runs"},
+    {"ab",         cmd_ab,         "--base BIN_A --cand BIN_B [-r R] [--db FILE] -- [bench args]  A/B two builds, then compare"},
+    {"devices",    cmd_devices,    "[--json] | show ID|this  device profiles (bandwidth, compute, sources)"},
+    {"claim",      cmd_claim,      "--model M --device D [--claimed TOK_S] ...  roofline, projection, verdict"},
     {"quality",    cmd_quality,    "-m T.gguf (--ref R.gguf | --ref-logits F) --text F  perplexity, KL divergence, top-1"},
     {"report",     cmd_report,     "[--db PATH] [--run ID...|--tag K=V|--last N] --out DIR  plots and tables"},
 };

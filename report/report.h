@@ -56,6 +56,7 @@ typedef struct tb_report_opts {
     bool diffable;              /* omit timestamps and filesystem paths             */
     bool no_charts;             /* write tables only (no .dat/.gp/.svg/.png)        */
     const char *gnuplot;        /* program to run; NULL: $TB_GNUPLOT, else "gnuplot" on PATH */
+    double split_gbps;          /* > 0: a table of repetitions by machine state split here */
 } tb_report_opts_t;
 
 typedef struct tb_report_result {

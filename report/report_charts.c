@@ -184,20 +184,62 @@ static int run_points(const rp_run_t *r, const char *kind, const char *metric, i
     return n;
 }
 
-/* One line per run: metric of tests of `kind` against depth or prompt length. */
+/* The labels of the runs' series with the words every one of them starts
+ * with taken away ("synthetic llama-tiny q8_0", "synthetic llama-tiny
+ * q4_0" -> "q8_0", "q4_0"), so category axes stay readable; the chart's
+ * subtitle names the models in full. *out (n_runs) points into the series. */
+static void short_labels(const rp_set_t *set, const char **out) {
+    size_t common = (size_t)-1;
+    const char *first = NULL;
+    for (int i = 0; i < set->n_runs; i++) {
+        const char *s = set->runs[i].series;
+        if (!first) { first = s; common = strlen(s); continue; }
+        size_t k = 0;
+        while (k < common && s[k] && s[k] == first[k]) k++;
+        common = k;
+    }
+    /* back to a word boundary, and keep at least one word */
+    while (common != (size_t)-1 && common > 0 && first[common - 1] != ' ') common--;
+    for (int i = 0; i < set->n_runs; i++) {
+        const char *s = set->runs[i].series;
+        out[i] = set->n_runs > 1 && common != (size_t)-1 && common < strlen(s) ? s + common : s;
+    }
+}
+
+/* One line per run: metric of tests of `kind` against depth or prompt
+ * length; when every run has the one value of that parameter, a line would
+ * be a vertical stack of points, so the runs are bars side by side. */
 static int line_chart(rp_ctx_t *c, const char *name, const char *title, const char *kind,
                       const char *metric, int use_prompt, const char *xlabel, const char *ylabel) {
     rp_chart_t ch = {.name = name, .title = title, .width = 960, .height = 540};
     pt_t p[512];
-    int series = 0;
+    int series = 0, single = 1;
+    double x0 = NAN;
+    for (int i = 0; i < c->set->n_runs; i++) {
+        int n = run_points(&c->set->runs[i], kind, metric, use_prompt, p, 512);
+        for (int k = 0; k < n; k++) {
+            if (isnan(x0)) x0 = p[k].x;
+            single &= p[k].x == x0;
+        }
+    }
+    const char *lab[TB_REPORT_MAX_RUNS];
+    short_labels(c->set, lab);
     rp_buf_printf(&ch.dat, "# %s.dat — %s\n# one block per series (gnuplot index i, legend in the"
-                           " '# series' line); columns: %s  %s_median  %s_sd\n",
-                  name, title, use_prompt ? "prompt_tokens" : "depth_tokens", metric, metric);
+                           " '# series' line); columns: %s  %s_median  %s_sd%s\n",
+                  name, title, use_prompt ? "prompt_tokens" : "depth_tokens", metric, metric,
+                  single ? "  label" : "");
     rp_buf_t plot = {0};
     for (int i = 0; i < c->set->n_runs; i++) {
         const rp_run_t *r = &c->set->runs[i];
         int n = run_points(r, kind, metric, use_prompt, p, 512);
         if (!n) continue;
+        if (single) {   /* one row per run in one block */
+            rp_buf_printf(&ch.dat, "%.9g %.9g %.9g ", p[0].x, p[0].y, p[0].sd);
+            rp_gp_quote(&ch.dat, lab[i]);
+            rp_buf_puts(&ch.dat, "\n");
+            series++;
+            continue;
+        }
         rp_buf_printf(&ch.dat, "%s# series %d: %s (run %lld)\n", series ? "\n\n" : "", series, r->series,
                       (long long)r->id);
         for (int k = 0; k < n; k++) rp_buf_printf(&ch.dat, "%.9g %.9g %.9g\n", p[k].x, p[k].y, p[k].sd);
@@ -215,10 +257,20 @@ static int line_chart(rp_ctx_t *c, const char *name, const char *title, const ch
         return TB_OK;
     }
     set_title(c, &ch.body, title);
-    rp_buf_printf(&ch.body, "  set xlabel \"%s\"\n  set ylabel \"%s\"\n", xlabel, ylabel);
-    rp_buf_puts(&ch.body, "  set yrange [0:*]\n  set autoscale xfix\n  set offsets graph 0.04, graph 0.04, graph 0.05, 0\n");
-    rp_buf_puts(&ch.body, plot.p);
-    rp_buf_puts(&ch.body, "\n");
+    if (single) {
+        rp_buf_printf(&ch.body, "  set xlabel \"%s: %g\"\n  set ylabel \"%s\"\n", xlabel, x0, ylabel);
+        rp_buf_printf(&ch.body, "  set style fill solid 0.75 border rgb \"#333333\"\n  set boxwidth 0.6\n"
+                                "  set yrange [0:*]\n  set xrange [-0.6:%d.6]\n  set key off\n  set grid noxtics\n"
+                                "  set xtics rotate by -30 left nomirror\n"
+                                "  plot \"%s.dat\" using 0:2:($0+1):xtic(4) with boxes lc variable, \\\n"
+                                "       \"\" using 0:2:3 with yerrorbars lc rgb \"#333333\" pt 0\n",
+                      series - 1, name);
+    } else {
+        rp_buf_printf(&ch.body, "  set xlabel \"%s\"\n  set ylabel \"%s\"\n", xlabel, ylabel);
+        rp_buf_puts(&ch.body, "  set yrange [0:*]\n  set autoscale xfix\n  set offsets graph 0.04, graph 0.04, graph 0.05, 0\n");
+        rp_buf_puts(&ch.body, plot.p);
+        rp_buf_puts(&ch.body, "\n");
+    }
     rp_buf_free(&plot);
     int rc = rp_chart_emit(c, &ch);
     chart_free(&ch);
@@ -268,6 +320,8 @@ static int format_chart(rp_ctx_t *c) {
     static const char *const cols[] = {"decode (tok/s)", "achieved bandwidth (GB/s)", "% of roofline",
                                        "model file (MiB)", "bytes read per token (MiB)"};
     int have[5] = {0}, rows = 0;
+    const char *lab[TB_REPORT_MAX_RUNS];
+    short_labels(c->set, lab);
     rp_buf_puts(&ch.dat, "# formats.dat — per run, its headline decode test (smallest depth)\n"
                          "# columns: run series decode_tok_per_s achieved_gbps roofline_pct file_mib bytes_per_token_mib"
                          "  (? = not recorded)\n");
@@ -283,7 +337,7 @@ static int format_chart(rp_ctx_t *c) {
         v[3] = r->has_model && r->file_bytes >= 0 ? r->file_bytes / (1024.0 * 1024) : NAN;
         v[4] = rp_value(t, "bytes_per_token") / (1024.0 * 1024);
         rp_buf_printf(&ch.dat, "%lld ", (long long)r->id);
-        rp_gp_quote(&ch.dat, r->series);
+        rp_gp_quote(&ch.dat, lab[i]);
         for (int k = 0; k < 5; k++) { dat_val(&ch.dat, v[k]); have[k] |= isfinite(v[k]); }
         rp_buf_puts(&ch.dat, "\n");
         rows++;
@@ -298,7 +352,8 @@ static int format_chart(rp_ctx_t *c) {
     rp_chart_subtitle(c, NULL, &t);
     rp_buf_puts(&ch.body, "  set style fill solid 0.75 border rgb \"#333333\"\n  set boxwidth 0.6\n"
                           "  set yrange [0:*]\n  set xrange [-0.6:*]\n  set offsets 0, 0.6, graph 0.12, 0\n"
-                          "  set xtics rotate by -25 left nomirror\n  set key off\n  set grid noxtics\n"
+                          "  set xtics rotate by -40 left nomirror font \",9\"\n  set key off\n  set grid noxtics\n"
+                          "  set bmargin 6\n"
                           "  set multiplot layout 2,3 title ");
     rp_gp_quote(&ch.body, t.p ? t.p : title);
     rp_buf_free(&t);
@@ -316,14 +371,85 @@ static int format_chart(rp_ctx_t *c) {
     return rc;
 }
 
+/* The read bandwidth a host's runs were charged against: every
+ * repetition's roofline (the higher of its two probes) over the host's
+ * selected runs, or, for runs recorded before per-repetition probes, the
+ * probes taken around each run. */
+typedef struct host_bw { const char *host; double lo, med, hi; int n; } host_bw_t;
+
+static int cmp_d(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static int host_bandwidth(const rp_set_t *set, host_bw_t *hb, int cap) {
+    int nh = 0;
+    for (int i = 0; i < set->n_runs; i++) {
+        const char *h = set->runs[i].hostname ? set->runs[i].hostname : "?";
+        int k = 0;
+        while (k < nh && strcmp(hb[k].host, h)) k++;
+        if (k == nh && nh < cap) hb[nh++] = (host_bw_t){h, NAN, NAN, NAN, 0};
+    }
+    for (int k = 0; k < nh; k++) {
+        double *v = NULL;
+        int n = 0, cv = 0;
+        for (int pass = 0; pass < 2 && n == 0; pass++)
+            for (int i = 0; i < set->n_runs; i++) {
+                const rp_run_t *r = &set->runs[i];
+                if (strcmp(r->hostname ? r->hostname : "?", hb[k].host)) continue;
+                double run_v[2] = {r->bw_before, r->bw_after};
+                for (int j = 0; pass == 0 && j < r->n_tests; j++) {
+                    const rp_metric_t *m = rp_metric(&r->tests[j], "roofline_gbps");
+                    for (int q = 0; m && q < m->n; q++) {
+                        if (n == cv) { cv = cv ? 2 * cv : 64; double *nv = realloc(v, (size_t)cv * sizeof *v); if (!nv) { free(v); return -1; } v = nv; }
+                        v[n++] = m->vals[q];
+                    }
+                }
+                for (int q = 0; pass == 1 && q < 2; q++) {
+                    if (!isfinite(run_v[q]) || !(run_v[q] > 0)) continue;
+                    if (n == cv) { cv = cv ? 2 * cv : 64; double *nv = realloc(v, (size_t)cv * sizeof *v); if (!nv) { free(v); return -1; } v = nv; }
+                    v[n++] = run_v[q];
+                }
+            }
+        if (n) {
+            qsort(v, (size_t)n, sizeof *v, cmp_d);
+            hb[k].lo = v[0];
+            hb[k].hi = v[n - 1];
+            hb[k].med = n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+            hb[k].n = n;
+        }
+        free(v);
+    }
+    return nh;
+}
+
+/* The x of a test on the roofline chart: the KV depth it decoded at. */
+static double roof_x(const rp_test_t *t) {
+    if (!strcmp(t->kind, "generate") && isfinite(t->prompt_tokens))
+        return t->prompt_tokens + (isfinite(t->gen_tokens) ? t->gen_tokens / 2 : 0);
+    return t->depth;
+}
+
 static int roofline_chart(rp_ctx_t *c) {
     static const char *title = "Roofline: achieved bandwidth against the measured ceiling";
     rp_chart_t ch = {.name = "roofline", .title = title, .width = 960, .height = 540};
     rp_buf_t plot = {0};
-    int series = 0, ceilings = 0;
-    rp_buf_puts(&ch.dat, "# roofline.dat — achieved read bandwidth of decode tests (recorded achieved_gbps,\n"
-                         "# else bytes_per_token x decode_tok_per_s); one block per series;"
-                         " columns: depth_tokens achieved_gbps\n");
+    int series = 0, single = 1;
+    double x0 = NAN;
+    /* decode and generate tests: both stream the weights once per token */
+    for (int i = 0; i < c->set->n_runs; i++)
+        for (int j = 0; j < c->set->runs[i].n_tests; j++) {
+            const rp_test_t *t = &c->set->runs[i].tests[j];
+            if ((strcmp(t->kind, "decode") && strcmp(t->kind, "generate")) || !isfinite(achieved(t))) continue;
+            if (isnan(x0)) x0 = roof_x(t);
+            single &= roof_x(t) == x0;
+        }
+    const char *lab[TB_REPORT_MAX_RUNS];
+    short_labels(c->set, lab);
+    rp_buf_printf(&ch.dat, "# roofline.dat — achieved read bandwidth of decode and generate tests (recorded"
+                           " achieved_gbps, else bytes_per_token x decode_tok_per_s)%s;\n# columns: %s\n",
+                  single ? ", one row per series" : ", one block per series",
+                  single ? "depth_tokens achieved_gbps label" : "depth_tokens achieved_gbps");
     for (int i = 0; i < c->set->n_runs; i++) {
         const rp_run_t *r = &c->set->runs[i];
         pt_t p[512];
@@ -331,46 +457,77 @@ static int roofline_chart(rp_ctx_t *c) {
         for (int j = 0; j < r->n_tests && n < 512; j++) {
             const rp_test_t *t = &r->tests[j];
             double g = achieved(t);
-            if (strcmp(t->kind, "decode") || !isfinite(g)) continue;
-            p[n++] = (pt_t){t->depth, g, 0};
+            if ((strcmp(t->kind, "decode") && strcmp(t->kind, "generate")) || !isfinite(g)) continue;
+            p[n++] = (pt_t){roof_x(t), g, 0};
         }
         if (!n) continue;
         qsort(p, (size_t)n, sizeof *p, cmp_pt);
-        double ceil = ceiling_gbps(r);
-        char cs[48];
-        if (isfinite(ceil)) snprintf(cs, sizeof cs, "%.4g GB/s", ceil);
-        else snprintf(cs, sizeof cs, "not measured");
-        rp_buf_printf(&ch.dat, "%s# series %d: %s (run %lld), ceiling %s\n", series ? "\n\n" : "", series,
-                      r->series, (long long)r->id, cs);
+        if (single) {
+            rp_buf_printf(&ch.dat, "%.9g %.9g ", p[0].x, p[0].y);
+            rp_gp_quote(&ch.dat, lab[i]);
+            rp_buf_puts(&ch.dat, "\n");
+            series++;
+            continue;
+        }
+        rp_buf_printf(&ch.dat, "%s# series %d: %s (run %lld)\n", series ? "\n\n" : "", series, r->series,
+                      (long long)r->id);
         for (int k = 0; k < n; k++) rp_buf_printf(&ch.dat, "%.9g %.9g\n", p[k].x, p[k].y);
         char ach[300];
         snprintf(ach, sizeof ach, "achieved %s", r->series);
         rp_buf_printf(&plot, "%s\"roofline.dat\" index %d using 1:2 with linespoints lt %d title ",
                       series ? ", \\\n       " : "  plot ", series, series + 1);
         rp_gp_quote(&plot, ach);
-        if (isfinite(ceil)) {
-            char lab[300];
-            snprintf(lab, sizeof lab, "ceiling %s: %.2f GB/s", r->series, ceil);
-            rp_buf_printf(&plot, ", \\\n       %.6g with lines lt %d dt 2 lw 1.5 title ", ceil, series + 1);
-            rp_gp_quote(&plot, lab);
-            ceilings++;
-        }
         series++;
     }
     if (!series) {
         chart_free(&ch);
         rp_buf_free(&plot);
-        rp_chart_skip(c, title, "no decode test with achieved_gbps (or bytes_per_token) in the selected runs");
+        rp_chart_skip(c, title, "no decode or generate test with achieved_gbps (or bytes_per_token) in the selected runs");
         return TB_OK;
     }
+    /* one ceiling per machine, as a band: every repetition was charged against its own probes */
+    host_bw_t hb[16];
+    int nh = host_bandwidth(c->set, hb, 16), ceilings = 0;
+    if (nh < 0) { chart_free(&ch); rp_buf_free(&plot); return tb_err(TB_ERR_NOMEM, "report: out of memory"); }
+    static const char *const band[] = {"#c6dbef", "#fdd0a2", "#c7e9c0", "#dadaeb"};
+    rp_buf_t bands = {0}, keys = {0};
+    for (int k = 0; k < nh; k++) {
+        if (!hb[k].n) continue;
+        rp_buf_printf(&bands, "  set object %d rect from graph 0, first %.6g to graph 1, first %.6g behind"
+                              " fc rgb \"%s\" fs transparent solid 0.5 noborder\n", 200 + ceilings, hb[k].lo,
+                      fmax(hb[k].hi, hb[k].lo * 1.002), band[ceilings % 4]);
+        char l[400];
+        snprintf(l, sizeof l, "%s: read bandwidth, median %.2f GB/s (range %.2f-%.2f over %d probes)", hb[k].host,
+                 hb[k].med, hb[k].lo, hb[k].hi, hb[k].n);
+        rp_buf_printf(&keys, ", \\\n       %.6g with lines lc rgb \"#08519c\" dt 2 lw 1.5 title ", hb[k].med);
+        rp_gp_quote(&keys, l);
+        ceilings++;
+    }
     set_title(c, &ch.body, title);
-    rp_buf_puts(&ch.body, "  set xlabel \"context depth (tokens)\"\n  set ylabel \"read bandwidth (GB/s)\"\n"
-                          "  set yrange [0:*]\n  set autoscale xfix\n  set offsets graph 0.04, graph 0.04, graph 0.1, 0\n");
-    rp_buf_puts(&ch.body, plot.p);
-    rp_buf_puts(&ch.body, "\n");
+    if (bands.p) rp_buf_puts(&ch.body, bands.p);
+    if (single) {
+        rp_buf_printf(&ch.body, "  set xlabel \"context depth %g tokens\"\n  set ylabel \"read bandwidth (GB/s)\"\n"
+                                "  set style fill solid 0.75 border rgb \"#333333\"\n  set boxwidth 0.6\n"
+                                "  set yrange [0:*]\n  set xrange [-0.6:%d.6]\n  set grid noxtics\n"
+                                "  set xtics rotate by -30 left nomirror\n"
+                                "  plot \"roofline.dat\" using 0:2:($0+1):xtic(3) with boxes lc variable title"
+                                " \"achieved\"%s\n", x0, series - 1, keys.p ? keys.p : "");
+    } else {
+        rp_buf_puts(&ch.body, "  set xlabel \"context depth (tokens)\"\n  set ylabel \"read bandwidth (GB/s)\"\n"
+                              "  set yrange [0:*]\n  set autoscale xfix\n  set offsets graph 0.04, graph 0.04, graph 0.1, 0\n");
+        rp_buf_puts(&ch.body, plot.p);
+        if (keys.p) rp_buf_puts(&ch.body, keys.p);
+        rp_buf_puts(&ch.body, "\n");
+    }
+    rp_buf_free(&bands);
+    rp_buf_free(&keys);
     rp_buf_free(&plot);
     int rc = rp_chart_emit(c, &ch);
     if (!rc && !ceilings) rp_doc_note(c->doc, "No bandwidth probe was recorded for these runs: the ceiling is not drawn.");
+    if (!rc && ceilings)
+        rp_doc_note(c->doc, "Roofline: the band is the read bandwidth of each machine as probed just before and just"
+                            " after every repetition (each repetition is charged against the higher of its two"
+                            " probes); the dashed line is its median.");
     chart_free(&ch);
     return rc;
 }

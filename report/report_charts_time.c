@@ -49,8 +49,8 @@ static void xy_dat(rp_buf_t *b, const xy_t *s, const char *header) {
 /* ===================================================================== */
 
 /* Decode tok/s per window from the token events of the test's first
- * repetition: windows of params "window" tokens, else of "window_s"
- * seconds, else 1/20 of the decode span;
+ * repetition (a database without a windows table): windows of params
+ * "window" tokens, else 1/20 of the decode span;
  * x = window midpoint in seconds since the first decoded token. Returns
  * the window count (0 when there are too few events). */
 static int windows_from_events(rp_ctx_t *c, const rp_test_t *t, xy_t *out) {
@@ -76,7 +76,7 @@ static int windows_from_events(rp_ctx_t *c, const rp_test_t *t, xy_t *out) {
                 if (b > a) rc = xy_add(out, 0.5 * (a + b) - t0, step / (b - a));
             }
         } else {
-            if (rp_json_number(t->params, "window_s", &w) != TB_OK || !(w > 0)) w = (t1 - t0) / 20;
+            w = (t1 - t0) / 20;
             int nw = (int)ceil((t1 - t0) / w - 1e-9);
             if (nw > 10000) nw = 10000, w = (t1 - t0) / nw;
             /* tokens completed in (a, b]; the first event only marks the start */
@@ -91,6 +91,32 @@ static int windows_from_events(rp_ctx_t *c, const rp_test_t *t, xy_t *out) {
     }
     tb_clear_error();
     xy_free(&ev);
+    return rc == TB_OK ? n : 0;
+}
+
+/* The windows the runner recorded for the test's first repetition (the
+ * windows table: every window, the last partial one included) into *win,
+ * and each window's count of context re-fills (the harness's work, whose
+ * windows stay out of stability) into *refill at the same x; x = window
+ * midpoint in seconds since the repetition started.
+ * Returns the window count (0: none recorded, e.g. an older database). */
+static int windows_from_table(rp_ctx_t *c, const rp_test_t *t, xy_t *clean, xy_t *refill) {   /* clean: every window */
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(c->set->db, "SELECT t0_ns, t1_ns, tok_per_s, refills FROM windows WHERE test_id = ?1"
+                                       " AND repetition = (SELECT min(repetition) FROM windows WHERE test_id = ?1)"
+                                       " ORDER BY idx", -1, &st, NULL) != SQLITE_OK) {
+        tb_clear_error();
+        return 0;   /* a database without the refills column: reconstruct from events */
+    }
+    sqlite3_bind_int64(st, 1, t->id);
+    int rc = TB_OK, n = 0;
+    while (rc == TB_OK && sqlite3_step(st) == SQLITE_ROW) {
+        double x = 0.5 * (double)(sqlite3_column_int64(st, 0) + sqlite3_column_int64(st, 1)) / 1e9;
+        rc = xy_add(clean, x, sqlite3_column_double(st, 2));
+        if (rc == TB_OK) rc = xy_add(refill, x, sqlite3_column_int(st, 3));   /* y: context re-fills */
+        n++;
+    }
+    sqlite3_finalize(st);
     return rc == TB_OK ? n : 0;
 }
 
@@ -140,40 +166,46 @@ static int sustained_chart(rp_ctx_t *c, const rp_test_t *t) {
     char name[96], title[512];
     snprintf(name, sizeof name, "sustained_r%lld_t%lld", (long long)r->id, (long long)t->id);
     snprintf(title, sizeof title, "Sustained decode — %s, %s (run %lld)", r->series, t->label, (long long)r->id);
-    xy_t win = {0}, temp = {0}, freq = {0};
+    xy_t win = {0}, refill = {0}, temp = {0}, freq = {0};
     int timed = 1, rc = TB_OK;
-    const char *how = "from token events";
-    if (windows_from_events(c, t, &win) < 2) {
+    const char *how = "recorded windows";
+    if (windows_from_table(c, t, &win, &refill) < 2) {
+        win.n = refill.n = 0;
+        how = "from token events";
+    }
+    if (win.n < 2 && windows_from_events(c, t, &win) < 2) {
         win.n = 0;
         const rp_metric_t *m = NULL;
         for (int k = 0; k < t->n_metrics; k++)
             if (!strcmp(t->metrics[k].name, "window_tok_per_s")) m = &t->metrics[k];
-        double w;
-        if (rp_json_number(t->params, "window_s", &w) != TB_OK || !(w > 0)) {
-            double ms;
-            if (rp_json_number(t->params, "window_ms", &ms) == TB_OK && ms > 0) w = ms / 1e3;
-            else w = NAN, timed = 0;
-        }
-        tb_clear_error();
+        timed = 0;   /* no window times recorded: one point per repetition */
         for (int k = 0; m && k < m->n && rc == TB_OK; k++)
-            rc = xy_add(&win, timed ? (m->reps[k] + 0.5) * w : m->reps[k], m->vals[k]);
+            rc = xy_add(&win, m->reps[k], m->vals[k]);
         how = "window_tok_per_s";
     }
     if (rc == TB_OK && timed) rc = sensor_series(c, t, "C", &temp);
     if (rc == TB_OK && timed) rc = sensor_series(c, t, "MHz", &freq);
     if (rc != TB_OK || win.n < 2) {
-        xy_free(&win); xy_free(&temp); xy_free(&freq);
+        xy_free(&win); xy_free(&refill); xy_free(&temp); xy_free(&freq);
         if (rc == TB_OK) rp_chart_skip(c, title, "fewer than two windows (no token events, no window_tok_per_s)");
         return rc;
     }
     int panels = (temp.n > 0) + (freq.n > 0);
     if (panels == 0) panels = 1;
     rp_chart_t ch = {.name = name, .title = title, .width = 960, .height = panels == 2 ? 760 : 520};
-    rp_buf_printf(&ch.dat, "# %s.dat — %s\n# blocks: index 0 windows, 1 temperature, 2 CPU clock, 3 throttled spans\n",
-                  name, title);
+    rp_buf_printf(&ch.dat, "# %s.dat — %s\n# blocks: index 0 windows, 1 temperature, 2 CPU clock, 3 throttled spans"
+                  "\n", name, title);
     char hdr[160];
-    snprintf(hdr, sizeof hdr, "index 0: decode tok/s per window (%s): %s tok_per_s", how, timed ? "time_s" : "window");
-    xy_dat(&ch.dat, &win, hdr);
+    snprintf(hdr, sizeof hdr, "index 0: decode tok/s per window (%s): %s tok_per_s context_refills", how,
+             timed ? "time_s" : "window");
+    int n_refill = 0;
+    rp_buf_printf(&ch.dat, "# %s\n", hdr);
+    for (int i = 0; i < win.n; i++) {
+        double f = i < refill.n ? refill.y[i] : 0;
+        n_refill += f > 0;
+        rp_buf_printf(&ch.dat, "%.9g %.9g %.0f\n", win.x[i], win.y[i], f);
+    }
+    rp_buf_puts(&ch.dat, "\n\n");
     xy_dat(&ch.dat, &temp, "index 1: hottest thermal zone: time_s celsius");
     xy_dat(&ch.dat, &freq, "index 2: mean CPU clock: time_s MHz");
     int n_spans = 0;
@@ -200,22 +232,28 @@ static int sustained_chart(rp_ctx_t *c, const rp_test_t *t) {
     rp_buf_free(&spans);
     const char *sp = n_spans ? ", \\\n       keyentry with boxes fc rgb \"#f4a582\" fs transparent solid 0.35 noborder"
                                " title \"throttled: clock < 90% of peak\"" : "";
-    const char *win_plot = "  plot \"%s.dat\" index 0 using 1:2 with linespoints lt 1 title \"decode tok/s per window\"";
+    /* clean windows joined by a line; a window that held the harness's context re-fill (its
+     * time left out of the rate, the window left out of stability) as its own marker */
+    char win_plot[640];
+    snprintf(win_plot, sizeof win_plot, "  plot \"%%s.dat\" index 0 using 1:($3 == 0 ? $2 : 1/0) with linespoints"
+             " lt 1 title \"decode tok/s per window\"%s", n_refill ? ", \\\n       \"%s.dat\" index 0 using"
+             " 1:($3 > 0 ? $2 : 1/0) with points pt 6 ps 1.5 lc rgb \"#b2182b\" title \"window with a context"
+             " re-fill (not in stability)\"" : "%.0s");
     if (temp.n > 0) {
         rp_buf_puts(&ch.body, "  set y2label \"hottest thermal zone (°C)\"\n  set y2tics\n");
-        rp_buf_printf(&ch.body, win_plot, name);
+        rp_buf_printf(&ch.body, win_plot, name, name);
         rp_buf_printf(&ch.body, ", \\\n       \"%s.dat\" index 1 using 1:2 axes x1y2 with lines lt 2 title \"temperature (°C)\"%s\n",
                       name, sp);
     }
     if (freq.n > 0) {
         if (temp.n > 0) rp_buf_puts(&ch.body, "  unset title\n");
         rp_buf_puts(&ch.body, "  set y2label \"mean CPU clock (MHz)\"\n  set y2tics\n  set y2range [0:*]\n");
-        rp_buf_printf(&ch.body, win_plot, name);
+        rp_buf_printf(&ch.body, win_plot, name, name);
         rp_buf_printf(&ch.body, ", \\\n       \"%s.dat\" index 2 using 1:2 axes x1y2 with steps lt 3 title \"CPU clock (MHz)\"%s\n",
                       name, sp);
     }
     if (!temp.n && !freq.n) {
-        rp_buf_printf(&ch.body, win_plot, name);
+        rp_buf_printf(&ch.body, win_plot, name, name);
         rp_buf_puts(&ch.body, "\n");
     }
     if (panels == 2) rp_buf_puts(&ch.body, "  unset multiplot\n");
@@ -226,7 +264,7 @@ static int sustained_chart(rp_ctx_t *c, const rp_test_t *t) {
         rp_doc_note(c->doc, "The test was recorded as throttled, but no CPU-clock samples locate the spans.");
     rp_buf_free(&ch.dat);
     rp_buf_free(&ch.body);
-    xy_free(&win); xy_free(&temp); xy_free(&freq);
+    xy_free(&win); xy_free(&refill); xy_free(&temp); xy_free(&freq);
     return rc;
 }
 

@@ -86,6 +86,7 @@ typedef struct rp_run {
 
 typedef struct rp_set {
     sqlite3 *db;            /* open read-only for the report's lifetime   */
+    struct tb_store *store; /* the store that owns db (tb_store_open_read) */
     int n_runs;
     rp_run_t *runs;         /* (n_runs) in run id order                   */
     void *arena;            /* owns every string of runs and tests        */
@@ -187,6 +188,7 @@ typedef struct rp_ctx {
 int rp_tables_write(rp_ctx_t *c);           /* report_tables.c  */
 int rp_provenance_write(rp_ctx_t *c);       /* report_tables.c  */
 int rp_compare_write(rp_ctx_t *c);          /* report_tables.c  */
+int rp_states_write(rp_ctx_t *c);           /* report_states.c: --split */
 int rp_charts_write(rp_ctx_t *c);           /* report_charts.c  */
 
 /* Chart plumbing shared by report_charts*.c (report_charts.c). A chart

@@ -5,6 +5,7 @@
  * writes to it.
  */
 #include "report_int.h"
+#include "store.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -348,7 +349,8 @@ static int load_tests(loader_t *L, rp_run_t *r) {
         t->depth = rp_json_number(t->params, "depth", &v) == TB_OK ? v : label_number(t->label, "d");
         if (!isfinite(t->depth)) t->depth = 0;
         t->prompt_tokens = rp_json_number(t->params, "prompt_tokens", &v) == TB_OK ? v : label_number(t->label, "pp");
-        t->gen_tokens = rp_json_number(t->params, "gen_tokens", &v) == TB_OK ? v : label_number(t->label, "tg");
+        /* the runner's parameter is "tokens" (decode, generate, sustained) */
+        t->gen_tokens = rp_json_number(t->params, "tokens", &v) == TB_OK ? v : label_number(t->label, "tg");
     }
     sqlite3_finalize(st);
     tb_clear_error();   /* absent params members are not errors */
@@ -404,13 +406,13 @@ int rp_set_load(rp_set_t *set, const tb_report_opts_t *opts,
     struct stat st;   /* a FIFO or directory would block or mislead SQLite's read-only open */
     if (stat(opts->db_path, &st) == 0 && !S_ISREG(st.st_mode))
         return tb_err(TB_ERR_IO, "report: database %s is not a regular file", opts->db_path);
-    if (sqlite3_open_v2(opts->db_path, &set->db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
-        int rc = tb_err(TB_ERR_IO, "report: cannot open database %s: %s", opts->db_path,
-                        set->db ? sqlite3_errmsg(set->db) : "out of memory");
-        sqlite3_close(set->db);
-        set->db = NULL;
-        return rc;
-    }
+    /* as list, show and export open it: read-only unless a migration or a
+     * recovery is due and the file is writable; a read-only directory or a
+     * full disk still reads */
+    tb_store_read_info_t info;
+    if (tb_store_open_read(opts->db_path, &set->store, &info) != TB_OK)
+        return tb_err_prefix(TB_ERR_IO, "report");
+    set->db = tb_store_db(set->store);
     sqlite3_busy_timeout(set->db, 5000);
     sqlite3_stmt *probe;
     if (sqlite3_prepare_v2(set->db, "SELECT id FROM runs LIMIT 1", -1, &probe, NULL) != SQLITE_OK) {
@@ -436,6 +438,13 @@ int rp_set_load(rp_set_t *set, const tb_report_opts_t *opts,
         if (!rc && cmp.n == 0)
             rc = tb_err(TB_ERR_NOT_FOUND, "report: compare selection (%s) matches no run",
                         sel_text(&opts->target, sb, sizeof sb));
+        /* a run on both sides would be compared with itself */
+        for (int i = 0; !rc && i < base.n; i++)
+            for (int k = 0; !rc && k < cmp.n; k++)
+                if (base.v[i] == cmp.v[k])
+                    rc = tb_err(TB_ERR_ARG, "report: run %lld is selected by both --baseline (%s) and --compare;"
+                                " the sides must not overlap", (long long)base.v[i],
+                                sel_text(&opts->baseline, sb, sizeof sb));
         for (int i = 0; !rc && i < base.n; i++) rc = ids_add(&all, base.v[i]);
         for (int i = 0; !rc && i < cmp.n; i++) rc = ids_add(&all, cmp.v[i]);
     } else {
@@ -468,6 +477,20 @@ int rp_set_load(rp_set_t *set, const tb_report_opts_t *opts,
             for (int k = 0; k < base.n; k++) if (base.v[k] == set->runs[i].id) (*in_base)[i] = 1;
             for (int k = 0; k < cmp.n; k++) if (cmp.v[k] == set->runs[i].id) (*in_cmp)[i] = 1;
         }
+        /* one median per side: a side whose runs hold several weight formats would merge them */
+        for (int side = 0; !rc && side < 2; side++) {
+            const char *first = NULL;
+            const unsigned char *in = side ? *in_cmp : *in_base;
+            for (int i = 0; !rc && i < set->n_runs; i++) {
+                const char *ty = set->runs[i].main_type ? set->runs[i].main_type : "";
+                if (!in[i]) continue;
+                if (!first) first = ty;
+                else if (strcmp(first, ty))
+                    rc = tb_err(TB_ERR_ARG, "report: the %s runs hold several weight formats (%s, %s): select one"
+                                " format per side (e.g. format:%s)", side ? "--compare" : "--baseline", first,
+                                ty, first);
+            }
+        }
     }
     free(all.v);
     free(base.v);
@@ -487,7 +510,7 @@ void rp_set_free(rp_set_t *set) {
     }
     free(set->runs);
     arena_free(&set->arena);
-    sqlite3_close(set->db);
+    tb_store_close(set->store);
     memset(set, 0, sizeof *set);
 }
 

@@ -4,6 +4,7 @@
  * throttling, energy, the comparison (speedup) table and the provenance
  * block. Row order is the runs' id order, then the tests' id order.
  */
+#include "analysis.h"
 #include "report_int.h"
 
 #include <math.h>
@@ -52,7 +53,7 @@ static int freq_range(sqlite3 *db, int64_t test_id, double *lo, double *hi) {
 }
 
 /* The slowest and fastest of a test's per-repetition CPU probes `name`
- * (cpu_ghz_min, the core clock, or vec_gops_min, the vector throughput:
+ * (cpu_ghz_after, the core clock, or vec_gops_after, the vector throughput:
  * the slowest thread's, after each repetition); 0 when it has fewer than
  * two. */
 static int probe_range(const rp_test_t *t, const char *name, double *lo, double *hi) {
@@ -66,26 +67,57 @@ static int probe_range(const rp_test_t *t, const char *name, double *lo, double 
     return 1;
 }
 
-/* Whether two consecutive repetitions' vector probes (vec_gops_min, taken
- * after each: so both sides of the later repetition) fell under 85 % of
- * the test's best; *lo and *best: the higher of the lowest such pair and
- * the best. A single low probe is not enough: the host takes the vector
- * units for milliseconds often, which one probe catches and a repetition
- * hardly feels (docs/engine-notes.md, session 24). */
-static int vec_shared(const rp_test_t *t, double *lo, double *best) {
-    const rp_metric_t *m = rp_metric(t, "vec_gops_min");
-    if (!m || m->n < 2) return 0;
-    *best = m->vals[0];
-    for (int i = 1; i < m->n; i++) *best = fmax(*best, m->vals[i]);
-    int hit = 0;
-    for (int i = 1; i < m->n; i++) {
-        const double pair = fmax(m->vals[i - 1], m->vals[i]);
-        if (m->reps[i] == m->reps[i - 1] + 1 && pair < 0.85 * *best && (!hit || pair < *lo)) {
-            *lo = pair;
-            hit = 1;
-        }
+/* A CPU probe's (before, after) pair of every repetition of t, into
+ * b and a (cap); the count. A database from before the probes bracketed
+ * each repetition has only the after probes: the previous repetition's
+ * after probe is then this one's before (it was taken just before it). */
+static int probe_pairs(const rp_test_t *t, const char *before, const char *after, double *b, double *a, int cap) {
+    const rp_metric_t *mb = rp_metric(t, before), *ma = rp_metric(t, after);
+    if (!ma) return 0;
+    int n = 0;
+    for (int i = 0; i < ma->n && n < cap; i++) {
+        double bv = NAN;
+        for (int k = 0; mb && k < mb->n; k++)
+            if (mb->reps[k] == ma->reps[i]) bv = mb->vals[k];
+        if (!mb && i > 0 && ma->reps[i - 1] == ma->reps[i] - 1) bv = ma->vals[i - 1];
+        b[n] = bv;
+        a[n++] = ma->vals[i];
     }
-    return hit;
+    return n;
+}
+
+/* Whether t has repetitions whose vector probes on both sides fell under
+ * 85 % of the test's best (tb_an_vec_shared); *lo and *best: the higher
+ * probe of the lowest such repetition, and the best. A single low probe is
+ * not enough: the host takes the vector units for milliseconds often,
+ * which one probe catches and a repetition hardly feels (docs/method.md,
+ * "Vector units shared"). */
+static int vec_shared(const rp_test_t *t, double *lo, double *best) {
+    double b[256], a[256];
+    int n = probe_pairs(t, "vec_gops_before", "vec_gops_after", b, a, 256);
+    if (n < 2) return 0;
+    *best = -INFINITY;
+    for (int i = 0; i < n; i++) *best = fmax(*best, fmax(b[i], a[i]));
+    return tb_an_vec_shared(b, a, (size_t)n, *best, lo) > 0;
+}
+
+/* Whether a repetition of t ran with a core slowed: a clock probe beside
+ * it under 85 % of the test's best (tb_an_full_speed); *lo and *best the
+ * lowest and the best probe. */
+static int cores_slowed(const rp_test_t *t, double *lo, double *best) {
+    double b[256], a[256];
+    int n = probe_pairs(t, "cpu_ghz_before", "cpu_ghz_after", b, a, 256);
+    if (n < 2) return 0;
+    *best = -INFINITY;
+    *lo = INFINITY;
+    for (int i = 0; i < n; i++) {
+        *best = fmax(*best, fmax(b[i], a[i]));
+        *lo = fmin(*lo, fmin(isfinite(b[i]) ? b[i] : a[i], a[i]));
+    }
+    int slow = 0;
+    for (int i = 0; i < n; i++)
+        slow |= !tb_an_full_speed(isfinite(b[i]) ? b[i] : a[i], a[i], *best);
+    return slow;
 }
 
 /* The throttle verdict of a test, from its recorded thermal state, the
@@ -99,15 +131,15 @@ static const char *verdict(rp_ctx_t *c, const rp_test_t *t, char *b, size_t n) {
     int freq = freq_range(c->set->db, t->id, &lo, &hi);
     if (!strcmp(t->thermal, "throttled")) snprintf(b, n, "throttled");
     else if (freq && hi > 0 && lo < 0.9 * hi) snprintf(b, n, "throttled (CPU clock fell to %.0f%%)", 100 * lo / hi);
-    else if (probe_range(t, "cpu_ghz_min", &plo, &phi) && phi > 0 && plo < 0.85 * phi)
+    else if (cores_slowed(t, &plo, &phi) && phi > 0)
         snprintf(b, n, "cores slowed (clock probe fell to %.0f%%: %.2f of %.2f GHz)", 100 * plo / phi, plo, phi);
     else if (vec_shared(t, &plo, &phi) && phi > 0)
         snprintf(b, n, "vector units shared (probes either side of a repetition <= %.0f%%: %.2f of %.2f ops/ns)",
                  100 * plo / phi, plo, phi);
     else if (isfinite(stab) && stab < 90) snprintf(b, n, "sagging (stability %.1f%%)", stab);
     else if (!strcmp(t->thermal, "nominal") || freq) snprintf(b, n, "no throttling");
-    else if (probe_range(t, "cpu_ghz_min", &plo, &phi))
-        snprintf(b, n, probe_range(t, "vec_gops_min", &plo, &phi) ? "no slowdown seen (clock and vector probes)"
+    else if (probe_range(t, "cpu_ghz_after", &plo, &phi))
+        snprintf(b, n, probe_range(t, "vec_gops_after", &plo, &phi) ? "no slowdown seen (clock and vector probes)"
                                                                     : "no slowdown seen (clock probe)");
     else snprintf(b, n, "unknown (no thermal data)");
     return b;
@@ -217,7 +249,7 @@ int rp_tables_write(rp_ctx_t *c) {
     if (!rows) rp_doc_note(d, "No memory-traffic measurements in the selected runs.");
 
     rp_doc_heading(d, 2, "Stability, throttling and energy");
-    static const char *const stab[] = {"stability_pct", "energy_j_per_tok", "cpu_ghz_min", "vec_gops_min", NULL};
+    static const char *const stab[] = {"stability_pct", "energy_j_per_tok", "cpu_ghz_after", "vec_gops_after", NULL};
     static const char *const h4[] = {"model", "test", "stability %", "thermal state", "core clock GHz",
                                      "vector ops/ns", "throttle verdict", "energy J/token"};
     rows = 0;
@@ -229,9 +261,9 @@ int rp_tables_write(rp_ctx_t *c) {
             if (!rows++) rp_doc_table(d, 8, h4, "llrlrrlr");
             char x[5][96];
             double plo, phi;
-            if (probe_range(t, "cpu_ghz_min", &plo, &phi)) snprintf(x[3], 96, "%.2f-%.2f", plo, phi);
+            if (probe_range(t, "cpu_ghz_after", &plo, &phi)) snprintf(x[3], 96, "%.2f-%.2f", plo, phi);
             else snprintf(x[3], 96, "—");
-            if (probe_range(t, "vec_gops_min", &plo, &phi)) snprintf(x[4], 96, "%.2f-%.2f", plo, phi);
+            if (probe_range(t, "vec_gops_after", &plo, &phi)) snprintf(x[4], 96, "%.2f-%.2f", plo, phi);
             else snprintf(x[4], 96, "—");
             const char *cells[] = {r->series, t->label, fmt_metric(x[0], 96, t, "stability_pct", 1),
                                    t->thermal[0] ? t->thermal : "not recorded", x[3], x[4], verdict(c, t, x[1], 96),

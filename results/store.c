@@ -5,10 +5,12 @@
 #include "internal.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <signal.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <math.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -23,7 +25,7 @@ enum {
     ST_HOST_INS, ST_HOST_SEL, ST_BUILD_INS, ST_BUILD_SEL,
     ST_MODEL_INS, ST_MODEL_UPD, ST_MODEL_SEL, ST_SCEN_INS, ST_SCEN_SEL,
     ST_RUN_INS, ST_TAG_INS, ST_RUN_END,
-    ST_TEST_INS, ST_TEST_END,
+    ST_TEST_INS, ST_TEST_END, ST_PARAM_INS, ST_PARAM_JSON,
     ST_MEAS, ST_TOKEN, ST_SENSOR, ST_ABSENT, ST_WINDOW,
     ST_COUNT
 };
@@ -59,22 +61,27 @@ static const char *const stmt_sql[ST_COUNT] = {
                      " bandwidth_gbps_after = ?5 WHERE id = ?1",
     [ST_TEST_INS]  = "INSERT INTO tests (run_id, section, kind, label, params, status)"
                      " VALUES (?,?,?,?,?,'running')",
-    [ST_TEST_END]  = "UPDATE tests SET status = ?2, thermal_state = ?3, error = ?4 WHERE id = ?1",
+    [ST_TEST_END]  = "UPDATE tests SET status = ?2, thermal_state = ?3, error = ?4,"
+                     " ref_slowdown_pct = ?5 WHERE id = ?1",
+    [ST_PARAM_INS] = "INSERT OR REPLACE INTO test_params (test_id, key, value) VALUES (?,?,?)",
+    [ST_PARAM_JSON] = "UPDATE tests SET params = (SELECT json_group_object(key, value) FROM"
+                     " test_params WHERE test_id = ?1)"
+                     " WHERE id = ?1",
     [ST_MEAS]      = "INSERT OR REPLACE INTO measurements (test_id, repetition, metric, value, unit)"
                      " VALUES (?,?,?,?,?)",
     [ST_TOKEN]     = "INSERT OR REPLACE INTO token_events (test_id, repetition, idx, phase, t_ns,"
-                     " token_id, text) VALUES (?,?,?,?,?,?,?)",
+                     " token_id, text, dur_ns) VALUES (?,?,?,?,?,?,?,?)",
     [ST_SENSOR]    = "INSERT INTO sensor_samples (run_id, test_id, t_ns, sensor, value, unit)"
                      " VALUES (?,?,?,?,?,?)",
     [ST_ABSENT]    = "INSERT OR REPLACE INTO sensor_absent (run_id, sensor, reason) VALUES (?,?,?)",
     [ST_WINDOW]    = "INSERT OR REPLACE INTO windows (test_id, repetition, idx, n_tokens, t0_ns,"
-                     " t1_ns, tok_per_s, ctx_pos) VALUES (?,?,?,?,?,?,?,?)",
+                     " t1_ns, tok_per_s, ctx_pos, refill_ns, refills) VALUES (?,?,?,?,?,?,?,?,?,?)",
 };
 
 struct tb_store {
     sqlite3 *db;
     char *path;
-    sqlite3_stmt *st[ST_COUNT];
+    sqlite3_stmt *st[ST_COUNT];   /* NULL in a reader (tb_store_open_read) */
 };
 
 int tb_store_version(void) { return tb_store_n_steps; }
@@ -137,6 +144,10 @@ static void b_real(binder_t *b, int i, double v) {
 static void b_real_or_null(binder_t *b, int i, double v) {
     if (b->rc != SQLITE_OK) return;
     b->rc = v < 0 ? sqlite3_bind_null(b->st, i) : sqlite3_bind_double(b->st, i, v);
+}
+static void b_real_or_nan(binder_t *b, int i, double v) {   /* NAN: NULL */
+    if (b->rc != SQLITE_OK) return;
+    b->rc = isnan(v) ? sqlite3_bind_null(b->st, i) : sqlite3_bind_double(b->st, i, v);
 }
 static void b_blob(binder_t *b, int i, const void *p, size_t n) {
     if (b->rc != SQLITE_OK) return;
@@ -208,6 +219,120 @@ static int migrate(tb_store_t *s) {
     }
 }
 
+/* ===================================================================== */
+/* Looking at an existing file before anything is written                 */
+/* ===================================================================== */
+
+/* The tables every ternbench database has had since schema version 1. */
+#define OUR_TABLES "'hosts','builds','models','scenarios','runs','tests','measurements'"
+#define N_OUR_TABLES 7
+
+/* What a read-only look at a file found. */
+typedef struct file_probe {
+    int64_t version;     /* PRAGMA user_version */
+    int64_t n_objects;   /* rows of sqlite_master */
+    int64_t n_ours;      /* of OUR_TABLES present */
+} file_probe_t;
+
+/* "file:PATH?PARAMS" with the characters URIs reserve percent-encoded. */
+static char *file_uri(const char *path, const char *params) {
+    size_t n = strlen(path);
+    char *u = malloc(3 * n + strlen(params) + 8);
+    if (!u) return NULL;
+    char *o = u + sprintf(u, path[0] == '/' ? "file://" : "file:");   /* "file:///abs": no authority */
+    for (const char *c = path; *c; c++) {
+        if (*c == '?' || *c == '#' || *c == '%') o += sprintf(o, "%%%02X", (unsigned char)*c);
+        else *o++ = *c;
+    }
+    sprintf(o, "?%s", params);
+    return u;
+}
+
+/* A read-only connection to the existing file path, for looking only:
+ * immutable (no locks, no -shm) when asked. */
+static int open_ro(tb_store_t *s, bool immutable) {
+    char *uri = file_uri(s->path, immutable ? "mode=ro&immutable=1" : "mode=ro");
+    if (!uri) return tb_err(TB_ERR_NOMEM, "%s: out of memory", s->path);
+    int rc = sqlite3_open_v2(uri, &s->db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI | SQLITE_OPEN_NOMUTEX, NULL);
+    free(uri);
+    if (rc != SQLITE_OK) return sql_err(s, rc, "open read-only");
+    sqlite3_extended_result_codes(s->db, 1);
+    if ((rc = sqlite3_busy_timeout(s->db, 30000)) != SQLITE_OK) return sql_err(s, rc, "busy_timeout");
+    return TB_OK;
+}
+
+/* Read the facts of the file through s->db; the first read of the file, so
+ * a file that is not SQLite fails here. */
+static int probe(tb_store_t *s, file_probe_t *p) {
+    int rc = query_int(s, "PRAGMA user_version", &p->version);
+    if (!rc) rc = query_int(s, "SELECT count(*) FROM sqlite_master", &p->n_objects);
+    if (!rc) rc = query_int(s, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name IN (" OUR_TABLES ")",
+                            &p->n_ours);
+    if (rc) {
+        int e = sqlite3_errcode(s->db) & 0xff;
+        if (e == SQLITE_NOTADB || e == SQLITE_CORRUPT)
+            return tb_err(TB_ERR_FORMAT, "%s: not a ternbench results database (%s); the file was not modified",
+                          s->path, sqlite3_errmsg(s->db));
+    }
+    return rc;
+}
+
+/* Refuse another program's database and one newer than this build, from
+ * what probe found. */
+static int check_probe(const tb_store_t *s, const file_probe_t *p) {
+    if (p->version > tb_store_n_steps)
+        return tb_err(TB_ERR_UNSUPPORTED, "%s: schema version %lld is newer than this ternbench knows (%d); "
+                      "use a newer build", s->path, (long long)p->version, tb_store_n_steps);
+    if (p->version == 0 && p->n_objects > 0)
+        return tb_err(TB_ERR_FORMAT, "%s: not a ternbench results database (user_version 0 and a schema of "
+                      "%lld object(s) of its own); not modified", s->path, (long long)p->n_objects);
+    if (p->version > 0 && p->n_ours < N_OUR_TABLES)
+        return tb_err(TB_ERR_FORMAT, "%s: not a ternbench results database (schema version %lld without "
+                      "ternbench's tables); not modified", s->path, (long long)p->version);
+    return TB_OK;
+}
+
+/* Size of path + suffix, -1 if absent. */
+static int64_t side_size(const char *path, const char *suffix) {
+    char p[4200];
+    snprintf(p, sizeof p, "%s%s", path, suffix);
+    struct stat st;
+    return stat(p, &st) == 0 ? (int64_t)st.st_size : -1;
+}
+
+/* Connect s read-only to its existing file and probe it. Where SQLite
+ * cannot set up its shared-memory index (a read-only directory, a full
+ * disk) and no write-ahead log holds data, read the file as immutable. */
+static int connect_ro(tb_store_t *s, file_probe_t *p, bool *immutable) {
+    *immutable = false;
+    int rc = open_ro(s, false);
+    if (!rc) rc = probe(s, p);
+    if (rc != TB_OK && rc != TB_ERR_FORMAT && s->db && side_size(s->path, "-wal") <= 0) {
+        int e = sqlite3_errcode(s->db) & 0xff;
+        if (e == SQLITE_READONLY || e == SQLITE_CANTOPEN || e == SQLITE_IOERR || e == SQLITE_FULL) {
+            sqlite3_close(s->db);
+            s->db = NULL;
+            *immutable = true;
+            rc = open_ro(s, true);
+            if (!rc) rc = probe(s, p);
+        }
+    }
+    return rc;
+}
+
+/* Whether this process may write path (if it exists) and create files
+ * beside it (-wal, -shm, or the database itself); errno says why not. */
+static bool writable(const char *path) {
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s", path);
+    char *slash = strrchr(dir, '/');
+    if (!slash) snprintf(dir, sizeof dir, ".");
+    else if (slash == dir) dir[1] = '\0';
+    else *slash = '\0';
+    if (access(path, F_OK) == 0 && access(path, W_OK) != 0) return false;
+    return access(dir, W_OK) == 0;
+}
+
 /* Create the parent directory of path (one level) if it is missing. */
 static void make_parent_dir(const char *path) {
     char dir[4096];
@@ -227,10 +352,38 @@ int tb_store_open(const char *path, tb_store_t **out, int *n_recovered) {
         free(s);
         return tb_err(TB_ERR_NOMEM, "%s: out of memory", path);
     }
-    make_parent_dir(path);
-    int rc = sqlite3_open_v2(path, &s->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE |
-                             SQLITE_OPEN_NOMUTEX, NULL);
-    if (rc != SQLITE_OK) { rc = sql_err(s, rc, "open"); goto fail; }
+    int rc;
+    struct stat fst;
+    if (stat(path, &fst) == 0 && !S_ISREG(fst.st_mode)) {
+        rc = tb_err(TB_ERR_FORMAT, "%s: not a ternbench results database (not a regular file); not modified", path);
+        goto fail;
+    }
+    if (stat(path, &fst) == 0 && fst.st_size > 0) {
+        /* look before writing anything (the journal mode included): another
+         * program's database is refused untouched */
+        file_probe_t pr;
+        bool immutable;
+        rc = connect_ro(s, &pr, &immutable);
+        if (!rc) rc = check_probe(s, &pr);
+        sqlite3_close(s->db);
+        s->db = NULL;
+        if (rc) goto fail;
+        if (!writable(path)) {
+            rc = tb_err(TB_ERR_IO, "%s: the results database is read-only (%s); nothing can be recorded there",
+                        path, strerror(errno));
+            goto fail;
+        }
+    } else {
+        make_parent_dir(path);
+    }
+    rc = sqlite3_open_v2(path, &s->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL);
+    if (rc != SQLITE_OK) {
+        if (access(path, F_OK) != 0 && !writable(path))
+            rc = tb_err(TB_ERR_IO, "%s: cannot create the results database: its directory is read-only (%s)",
+                        path, strerror(errno));
+        else rc = sql_err(s, rc, "open");
+        goto fail;
+    }
     sqlite3_extended_result_codes(s->db, 1);
     if ((rc = sqlite3_busy_timeout(s->db, 30000)) != SQLITE_OK) { rc = sql_err(s, rc, "busy_timeout"); goto fail; }
     /* journal_mode needs the write lock once (the first time); the busy
@@ -241,6 +394,11 @@ int tb_store_open(const char *path, tb_store_t **out, int *n_recovered) {
         int e = sqlite3_errcode(s->db);
         if ((e & 0xff) == SQLITE_NOTADB || (e & 0xff) == SQLITE_CORRUPT) {   /* the first read of the file */
             rc = tb_err(TB_ERR_FORMAT, "%s: not a ternbench results database (%s); the file was not modified",
+                        path, sqlite3_errmsg(s->db));
+            goto fail;
+        }
+        if ((e & 0xff) == SQLITE_READONLY) {
+            rc = tb_err(TB_ERR_IO, "%s: the results database is read-only (%s); nothing can be recorded there",
                         path, sqlite3_errmsg(s->db));
             goto fail;
         }
@@ -261,6 +419,75 @@ fail:
     return rc;
 }
 
+static int find_dead(tb_store_t *s, int64_t *dead, int cap, int *n);
+
+/* A copy of s's database in memory, migrated to this build's schema: how
+ * an older database that cannot be migrated in place is read. */
+static int migrate_in_memory(tb_store_t *s) {
+    sqlite3 *mem;
+    int rc = sqlite3_open_v2(":memory:", &mem, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL);
+    if (rc != SQLITE_OK) { sqlite3_close(mem); return sql_err(s, rc, "in-memory copy"); }
+    sqlite3_backup *b = sqlite3_backup_init(mem, "main", s->db, "main");
+    rc = b ? sqlite3_backup_step(b, -1) : sqlite3_errcode(mem);
+    if (b) sqlite3_backup_finish(b);
+    if (rc != SQLITE_DONE) {
+        int r = sql_err(s, rc, "in-memory copy");
+        sqlite3_close(mem);
+        return r;
+    }
+    sqlite3_close(s->db);
+    s->db = mem;
+    return migrate(s);
+}
+
+int tb_store_open_read(const char *path, tb_store_t **out, tb_store_read_info_t *info) {
+    *out = NULL;
+    memset(info, 0, sizeof *info);
+    if (!path || !*path) return tb_err(TB_ERR_ARG, "results database path is empty");
+    struct stat fst;
+    if (stat(path, &fst) != 0)
+        return tb_err(TB_ERR_IO, "%s: no results database there (%s)", path, strerror(errno));
+    if (!S_ISREG(fst.st_mode))
+        return tb_err(TB_ERR_FORMAT, "%s: not a ternbench results database (not a regular file); not modified", path);
+    tb_store_t *s = calloc(1, sizeof *s);
+    if (!s || !(s->path = strdup(path))) {
+        free(s);
+        return tb_err(TB_ERR_NOMEM, "%s: out of memory", path);
+    }
+    file_probe_t pr = {0};
+    int rc = fst.st_size > 0 ? connect_ro(s, &pr, &info->immutable) : open_ro(s, true);
+    if (!rc) rc = check_probe(s, &pr);
+    int64_t dead[256];
+    int n_dead = 0;
+    if (!rc && pr.version == tb_store_n_steps) rc = find_dead(s, dead, (int)TB_ARRAY_LEN(dead), &n_dead);
+    if (rc) goto fail;
+    const bool can_write = writable(path);
+    if ((pr.version < tb_store_n_steps || n_dead > 0) && can_write) {
+        /* writing is allowed: migrate and recover as every writer does */
+        tb_store_t *w;
+        if (tb_store_open(path, &w, &info->n_recovered) == TB_OK) {
+            tb_store_close(s);
+            *out = w;
+            return TB_OK;
+        }
+        /* a full disk, say: read as it is, say what is pending */
+        snprintf(info->write_error, sizeof info->write_error, "%s", tb_last_error());
+    }
+    info->n_pending = n_dead;
+    if (pr.version < tb_store_n_steps) {
+        info->old_version = (int)pr.version;
+        if ((rc = migrate_in_memory(s))) goto fail;
+        if ((rc = find_dead(s, dead, (int)TB_ARRAY_LEN(dead), &n_dead))) goto fail;
+        info->n_pending = n_dead;
+    }
+    if ((rc = exec(s, "PRAGMA temp_store = MEMORY", "temp_store"))) goto fail;
+    *out = s;
+    return TB_OK;
+fail:
+    tb_store_close(s);
+    return rc;
+}
+
 void tb_store_close(tb_store_t *s) {
     if (!s) return;
     for (int i = 0; i < ST_COUNT; i++) sqlite3_finalize(s->st[i]);
@@ -273,8 +500,10 @@ void tb_store_close(tb_store_t *s) {
 /* Recovery of runs left 'running' by dead processes                      */
 /* ===================================================================== */
 
-int tb_store_recover(tb_store_t *s, int *n_marked) {
-    if (n_marked) *n_marked = 0;
+/* Ids of runs left 'running' by a process of this host that no longer
+ * exists (at most cap) into dead[], their number into *n. */
+static int find_dead(tb_store_t *s, int64_t *dead, int cap, int *n) {
+    *n = 0;
     char host[256] = "";
     gethostname(host, sizeof host - 1);
     sqlite3_stmt *q;
@@ -282,18 +511,24 @@ int tb_store_recover(tb_store_t *s, int *n_marked) {
                                 " JOIN hosts h ON h.id = r.host_id WHERE r.status = 'running'",
                                 -1, &q, NULL);
     if (rc != SQLITE_OK) return sql_err(s, rc, "select running runs");
-    int64_t dead[256];
-    int n_dead = 0;
-    while ((rc = sqlite3_step(q)) == SQLITE_ROW && n_dead < (int)TB_ARRAY_LEN(dead)) {
+    while ((rc = sqlite3_step(q)) == SQLITE_ROW && *n < cap) {
         int64_t pid = sqlite3_column_int64(q, 1);
         const char *h = (const char *)sqlite3_column_text(q, 2);
         if (!h || strcmp(h, host) != 0) continue;          /* another machine's run */
         if (pid <= 0 || (kill((pid_t)pid, 0) != 0 && errno == ESRCH))
-            dead[n_dead++] = sqlite3_column_int64(q, 0);
+            dead[(*n)++] = sqlite3_column_int64(q, 0);
     }
     sqlite3_finalize(q);
     if (rc != SQLITE_DONE && rc != SQLITE_ROW) return sql_err(s, rc, "select running runs");
-    if (n_dead == 0) return TB_OK;
+    return TB_OK;
+}
+
+int tb_store_recover(tb_store_t *s, int *n_marked) {
+    if (n_marked) *n_marked = 0;
+    int64_t dead[256];
+    int n_dead = 0;
+    int rc = find_dead(s, dead, (int)TB_ARRAY_LEN(dead), &n_dead);
+    if (rc || n_dead == 0) return rc;
 
     char now[32];
     utc_now(now);
@@ -443,22 +678,6 @@ int tb_store_run_end(tb_store_t *s, int64_t run_id, const char *status, const ch
     b_int(&b, 1, run_id); b_text(&b, 2, status); b_text(&b, 3, now);
     b_text(&b, 4, error); b_real_or_null(&b, 5, bandwidth_gbps_after);
     int rc = b_finish(&b, "end run");
-    /* The roofline of a run is the best of its two bandwidth probes (as
-     * `ternbench bench` and the report's roofline chart define it); tests
-     * stored roofline_pct against the probe before the run, so rescale them
-     * when the probe after it read higher. */
-    if (rc == TB_OK) {
-        char sql[512];
-        snprintf(sql, sizeof sql,
-                 "UPDATE measurements SET value = value * (SELECT bandwidth_gbps_before /"
-                 " bandwidth_gbps_after FROM runs WHERE id = %lld)"
-                 " WHERE (metric = 'roofline_pct' OR metric LIKE 'roofline_pct:%%')"
-                 " AND test_id IN (SELECT id FROM tests WHERE run_id = %lld)"
-                 " AND (SELECT bandwidth_gbps_before > 0 AND bandwidth_gbps_after >"
-                 " bandwidth_gbps_before FROM runs WHERE id = %lld)",
-                 (long long)run_id, (long long)run_id, (long long)run_id);
-        rc = exec(s, sql, "rescale roofline");
-    }
     /* Tests still 'running' in a run that ended are interrupted. */
     if (rc == TB_OK && strcmp(status, "complete") != 0) {
         char sql[160];
@@ -470,22 +689,38 @@ int tb_store_run_end(tb_store_t *s, int64_t run_id, const char *status, const ch
 }
 
 int tb_store_test_begin(tb_store_t *s, int64_t run_id, const char *section, const char *kind,
-                        const char *label, const char *params_json, int64_t *test_id) {
+                        const char *label, const tb_param_t *params, int n_params,
+                        int64_t *test_id) {
     int rc = tb_store_tx_begin(s);
     if (rc) return rc;
     binder_t b = {s, stmt(s, ST_TEST_INS), SQLITE_OK};
     b_int(&b, 1, run_id); b_text(&b, 2, section); b_text(&b, 3, kind);
-    b_text(&b, 4, label); b_text(&b, 5, params_json);
+    b_text(&b, 4, label); b_text(&b, 5, "{}");
     if ((rc = b_finish(&b, "insert test"))) { tb_store_tx_rollback(s); return rc; }
     *test_id = sqlite3_last_insert_rowid(s->db);
+    for (int i = 0; i < n_params && rc == TB_OK; i++) {
+        const tb_param_t *p = &params[i];
+        binder_t q = {s, stmt(s, ST_PARAM_INS), SQLITE_OK};
+        b_int(&q, 1, *test_id); b_text(&q, 2, p->key);
+        if (p->type == TB_PARAM_INT) b_int(&q, 3, p->i);
+        else if (p->type == TB_PARAM_REAL) b_real(&q, 3, p->f);
+        else b_text(&q, 3, p->s ? p->s : "");
+        rc = b_finish(&q, "insert test parameter");
+    }
+    if (rc == TB_OK) {
+        binder_t j = {s, stmt(s, ST_PARAM_JSON), SQLITE_OK};
+        b_int(&j, 1, *test_id);
+        rc = b_finish(&j, "test parameters");
+    }
+    if (rc) { tb_store_tx_rollback(s); return rc; }
     return tb_store_tx_commit(s);
 }
 
 int tb_store_test_end(tb_store_t *s, int64_t test_id, const char *status,
-                      const char *thermal_state, const char *error) {
+                      const char *thermal_state, const char *error, double ref_slowdown_pct) {
     binder_t b = {s, stmt(s, ST_TEST_END), SQLITE_OK};
     b_int(&b, 1, test_id); b_text(&b, 2, status); b_text(&b, 3, thermal_state);
-    b_text(&b, 4, error);
+    b_text(&b, 4, error); b_real_or_nan(&b, 5, ref_slowdown_pct);
     return b_finish(&b, "end test");
 }
 
@@ -502,12 +737,12 @@ int tb_store_add_measurement(tb_store_t *s, int64_t test_id, int repetition,
 }
 
 int tb_store_add_token(tb_store_t *s, int64_t test_id, int repetition, int idx,
-                       const char *phase, int64_t t_ns, int32_t token_id,
+                       const char *phase, int64_t t_ns, int64_t dur_ns, int32_t token_id,
                        const void *text, size_t text_len) {
     binder_t b = {s, stmt(s, ST_TOKEN), SQLITE_OK};
     b_int(&b, 1, test_id); b_int(&b, 2, repetition); b_int(&b, 3, idx);
     b_text(&b, 4, phase); b_int(&b, 5, t_ns); b_int(&b, 6, token_id);
-    b_blob(&b, 7, text ? text : "", text_len);
+    b_blob(&b, 7, text ? text : "", text_len); b_int_or_null(&b, 8, dur_ns);
     return b_finish(&b, "insert token event");
 }
 
@@ -527,10 +762,11 @@ int tb_store_add_absent(tb_store_t *s, int64_t run_id, const char *sensor, const
 
 int tb_store_add_window(tb_store_t *s, int64_t test_id, int repetition, int idx,
                         int n_tokens, int64_t t0_ns, int64_t t1_ns, double tok_per_s,
-                        int ctx_pos) {
+                        int ctx_pos, int64_t refill_ns, int refills) {
     binder_t b = {s, stmt(s, ST_WINDOW), SQLITE_OK};
     b_int(&b, 1, test_id); b_int(&b, 2, repetition); b_int(&b, 3, idx);
     b_int(&b, 4, n_tokens); b_int(&b, 5, t0_ns); b_int(&b, 6, t1_ns);
-    b_real(&b, 7, tok_per_s); b_int(&b, 8, ctx_pos);
+    b_real(&b, 7, tok_per_s); b_int(&b, 8, ctx_pos); b_int(&b, 9, refill_ns);
+    b_int(&b, 10, refills);
     return b_finish(&b, "insert window");
 }

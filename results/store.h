@@ -21,6 +21,7 @@
 #ifndef TB_STORE_H
 #define TB_STORE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -99,6 +100,30 @@ const char *tb_store_default_path(void);
  * recover dead runs. *n_recovered (may be NULL) gets how many runs were
  * marked interrupted. */
 int  tb_store_open(const char *path, tb_store_t **out, int *n_recovered);
+/* What tb_store_open_read did and left undone. */
+typedef struct tb_store_read_info {
+    int n_recovered;       /* runs it marked interrupted (the file was writable) */
+    int n_pending;         /* runs of dead processes still 'running': recovery
+                            * pending until a writable open */
+    int old_version;       /* > 0: the file has this older schema version and
+                            * could not be migrated in place; it is read
+                            * through a migrated copy in memory */
+    bool immutable;        /* read without locks: no shared-memory index could
+                            * be set up (read-only directory, full disk) */
+    char write_error[512]; /* why migrating or recovering in place failed, "" */
+} tb_store_read_info_t;
+
+/* Open an existing database for reading (list, show, export, report).
+ * Nothing is written unless something is due and the file and its
+ * directory are writable: then it migrates and recovers as tb_store_open
+ * does (a failure there, e.g. a full disk, falls back to reading). Else it
+ * is read through a read-only connection (SQLITE_OPEN_READONLY; immutable
+ * when SQLite cannot make its -shm index and no write-ahead log holds
+ * data), an older schema through a migrated in-memory copy, and
+ * info->n_pending says how many dead runs wait for recovery. A missing
+ * file, another program's database and a newer schema are errors. The
+ * store takes no writes. */
+int  tb_store_open_read(const char *path, tb_store_t **out, tb_store_read_info_t *info);
 void tb_store_close(tb_store_t *s);
 /* The connection, for read-only queries (list/show/export). Borrowed. */
 sqlite3 *tb_store_db(tb_store_t *s);
@@ -124,17 +149,29 @@ int tb_store_run_begin(tb_store_t *s, const tb_run_facts_t *r, int64_t *run_id);
 /* status: "complete", "failed", "interrupted". error and bw_after (< 0) optional. */
 int tb_store_run_end(tb_store_t *s, int64_t run_id, const char *status,
                      const char *error, double bandwidth_gbps_after);
+/* A test parameter, typed (test_params; tests.params is its JSON object,
+ * built by SQLite from these rows). */
+typedef enum { TB_PARAM_INT, TB_PARAM_REAL, TB_PARAM_TEXT } tb_param_type_t;
+typedef struct tb_param {
+    const char *key;
+    tb_param_type_t type;
+    int64_t i;
+    double f;
+    const char *s;
+} tb_param_t;
 int tb_store_test_begin(tb_store_t *s, int64_t run_id, const char *section,
-                        const char *kind, const char *label, const char *params_json,
-                        int64_t *test_id);
+                        const char *kind, const char *label, const tb_param_t *params,
+                        int n_params, int64_t *test_id);
+/* ref_slowdown_pct: the reference workload's worst slowdown, NAN unknown. */
 int tb_store_test_end(tb_store_t *s, int64_t test_id, const char *status,
-                      const char *thermal_state, const char *error);
+                      const char *thermal_state, const char *error, double ref_slowdown_pct);
 
 /* ---- rows written inside a repetition's transaction ---- */
 int tb_store_add_measurement(tb_store_t *s, int64_t test_id, int repetition,
                              const char *metric, double value, const char *unit);
+/* dur_ns: a decode token's own step time, < 0 unknown (NULL). */
 int tb_store_add_token(tb_store_t *s, int64_t test_id, int repetition, int idx,
-                       const char *phase, int64_t t_ns, int32_t token_id,
+                       const char *phase, int64_t t_ns, int64_t dur_ns, int32_t token_id,
                        const void *text, size_t text_len);
 /* test_id < 0: sample not tied to a test. */
 int tb_store_add_sensor(tb_store_t *s, int64_t run_id, int64_t test_id, int64_t t_ns,
@@ -143,6 +180,6 @@ int tb_store_add_absent(tb_store_t *s, int64_t run_id, const char *sensor,
                         const char *reason);
 int tb_store_add_window(tb_store_t *s, int64_t test_id, int repetition, int idx,
                         int n_tokens, int64_t t0_ns, int64_t t1_ns, double tok_per_s,
-                        int ctx_pos);
+                        int ctx_pos, int64_t refill_ns, int refills);
 
 #endif

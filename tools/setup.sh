@@ -8,7 +8,7 @@ cd "$(dirname "$0")/.."
 
 pkgs=(build-essential meson ninja-build pkg-config libcpuid-dev libsqlite3-dev
       libcmocka-dev libinih-dev libpcre2-dev gnuplot-nox sqlite3 libxml2-utils
-      gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user python3)
+      gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user python3 valgrind)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

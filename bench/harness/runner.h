@@ -1,14 +1,21 @@
 /*
- * runner.h — run a parsed scenario plan against the engine and record
+ * runner.h — run parsed scenario plans against the engine and record
  * everything into the results store.
  *
  * Order of a run: resolve the model (synthesizing into the cache if asked),
- * load it, record host/build/model/scenario facts, probe the bandwidth
- * roofline, start the sensor sampler, insert the run ('running'), then for
- * every test case: warm-ups, measured repetitions (one transaction each:
- * measurements, token events, windows, sensor samples), summary rows
- * (repetition -1) and the thermal verdict; finally the second bandwidth
- * probe and the run's end status.
+ * load it, record host/build/model/scenario facts and the bandwidth probed
+ * at the start, start the sensor sampler, insert the run ('running'), then
+ * for every test case: warm-ups, then measured repetitions, each bracketed
+ * by bandwidth, clock and vector probes just before and just after it and
+ * written in one transaction (measurements, token events, windows, sensor
+ * samples); the thermal verdict; finally the bandwidth probed at the end
+ * and the run's end status. Summaries over repetitions are not stored:
+ * readers derive them (analysis.h).
+ *
+ * A group runs several plans with the same tests together, one run each,
+ * their repetitions taking turns (rep by rep or token by token), so every
+ * member sees the same machine states; its runs are tagged group=UUID,
+ * group.index=K and interleave=rep|token.
  *
  * A raised stop flag (SIGINT/SIGTERM) abandons the repetition in flight;
  * what was committed stays and the run is marked 'interrupted'.
@@ -18,9 +25,13 @@
 
 #include "scenario.h"
 #include "store.h"
+#include "ternbench.h"
 
 #include <signal.h>
 #include <stdio.h>
+
+#define TB_GROUP_MAX 8          /* plans in one group */
+enum { TB_INTERLEAVE_REP = 0, TB_INTERLEAVE_TOKEN = 1 };
 
 typedef struct tb_run_opts {
     int quiet;
@@ -30,6 +41,7 @@ typedef struct tb_run_opts {
     volatile sig_atomic_t *stop;   /* required */
     FILE *summary;                 /* markdown summary at the end (NULL: none) */
     int variant;                   /* which [model] type entry (tb_plan_n_variants) */
+    int interleave;                /* a group's decode: TB_INTERLEAVE_REP or _TOKEN */
 } tb_run_opts_t;
 
 typedef struct tb_run_result {
@@ -38,6 +50,7 @@ typedef struct tb_run_result {
     int n_cases, n_failed;
     int interrupted;
     char status[16];               /* "complete", "failed", "interrupted" */
+    tb_model_info_t info;          /* the model as loaded for the run */
 } tb_run_result_t;
 
 /* Resolve the plan's model file: [model] path, or the cached synthesized
@@ -49,5 +62,11 @@ int tb_runner_model_path(const tb_plan_t *plan, int variant, char **path, int qu
  * when it could not start (model, ISA, database). */
 int tb_runner_run(const tb_plan_t *plan, tb_store_t *store, const tb_run_opts_t *opts,
                   tb_run_result_t *res);
+/* Run n plans (1..TB_GROUP_MAX, the same tests, one model each: plan k's
+ * [model] type entry variants[k], or 0 when variants is NULL) as a group;
+ * res has n entries. The first plan's [engine] and [protocol] govern;
+ * opts->variant is not used. */
+int tb_runner_run_group(const tb_plan_t *const *plans, const int *variants, int n, tb_store_t *store,
+                        const tb_run_opts_t *opts, tb_run_result_t *res);
 
 #endif

@@ -35,11 +35,18 @@ typedef struct parse_ctx {
 __attribute__((format(printf, 3, 4)))
 static void perr(parse_ctx_t *c, int line, const char *fmt, ...) {
     if (c->status != TB_OK) return;
-    char msg[768];
+    char raw[768], msg[768 * 4];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
+    vsnprintf(raw, sizeof raw, fmt, ap);
     va_end(ap);
+    /* values are quoted from the file: its control bytes are shown as \xNN,
+     * never sent to the terminal as they are */
+    size_t n = 0;
+    for (const unsigned char *q = (const unsigned char *)raw; *q; q++)
+        n += (size_t)(*q < 0x20 || *q == 0x7f ? snprintf(msg + n, sizeof msg - n, "\\x%02x", *q)
+                                              : (msg[n] = (char)*q, 1));
+    msg[n] = '\0';
     if (line > 0) tb_err(TB_ERR_FORMAT, "%s:%d: %s", c->plan->path, line, msg);
     else tb_err(TB_ERR_FORMAT, "%s: %s", c->plan->path, msg);
     c->status = TB_ERR_FORMAT;
@@ -137,11 +144,11 @@ static int parse_value(const tb_key_def_t *d, const char *value, tb_value_t *v,
         for (int i = 0; i < n; i++) {
             const char *comma = strchr(p, ',');
             size_t len = comma ? (size_t)(comma - p) : strlen(p);
-            char item[64];
-            if (len >= sizeof item) len = sizeof item - 1;
-            memcpy(item, p, len);
-            item[len] = '\0';
-            if ((what = parse_int1(item, d->unit, &list[i]))) {
+            char *item = strndup(p, len);   /* the whole item, however long */
+            if (!item) { snprintf(msg, cap, "out of memory"); free(list); return -1; }
+            what = parse_int1(item, d->unit, &list[i]);
+            free(item);
+            if (what) {
                 snprintf(msg, cap, "item %d: expected %s (a comma-separated list), got \"%s\"",
                          i + 1, what, value);
                 free(list);
@@ -405,37 +412,10 @@ static char *resolve_path(const tb_plan_t *p, const char *v) {
     return out;
 }
 
-/* Read a whole text file (NUL-terminated). */
-static int read_file(const char *path, char **out, size_t *len) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return -1;
-    errno = 0;
-    size_t cap = 4096, n = 0;
-    char *buf = malloc(cap);
-    while (buf) {
-        if (n + 1 >= cap) {
-            char *nb = realloc(buf, cap * 2);
-            if (!nb) { free(buf); buf = NULL; break; }
-            buf = nb;
-            cap *= 2;
-        }
-        size_t r = fread(buf + n, 1, cap - n - 1, f);
-        n += r;
-        if (r == 0) break;
-    }
-    int bad = !buf ? ENOMEM : ferror(f) ? (errno ? errno : EIO) : 0;   /* EISDIR for a directory */
-    fclose(f);
-    if (bad) { free(buf); errno = bad; return -1; }
-    buf[n] = '\0';
-    *out = buf;
-    *len = n;
-    return 0;
-}
-
 /* Validate and canonicalize [model] type: a comma-separated list of
  * "default" or supported type names, rewritten lower-case as "a, b". */
 static int canon_types(parse_ctx_t *c, tb_value_t *v) {
-    char out[512] = "", item[64];
+    char out[512] = "";
     size_t n = 0;
     int count = 0;
     for (const char *p = v->s; ; ) {
@@ -443,15 +423,18 @@ static int canon_types(parse_ctx_t *c, tb_value_t *v) {
         const char *b = p, *e = p + len;
         while (b < e && isspace((unsigned char)*b)) b++;
         while (e > b && isspace((unsigned char)e[-1])) e--;
-        snprintf(item, sizeof item, "%.*s", (int)(e - b), b);
+        char *item = strndup(b, (size_t)(e - b));   /* the whole item, however long */
+        if (!item) { perr(c, 0, "out of memory"); return -1; }
         tb_type_t t;
-        if (strcasecmp(item, "default") != 0 &&
-            (tb_type_from_name(item, &t) != TB_OK || !tb_type_supported((uint32_t)t))) {
+        bool dflt = !strcasecmp(item, "default");
+        if (!dflt && (tb_type_from_name(item, &t) != TB_OK || !tb_type_supported((uint32_t)t))) {
             perr(c, v->line, "[model] type: unknown weight type \"%s\": expected default, tq2_0, "
                  "tq1_0, q4_0, q4_k, q6_k, q8_0, f16, bf16 or f32 (comma-separated)", item);
+            free(item);
             return -1;
         }
-        const char *name = strcasecmp(item, "default") ? tb_type_name(t) : "default";
+        free(item);
+        const char *name = dflt ? "default" : tb_type_name(t);
         n += (size_t)snprintf(out + n, n < sizeof out ? sizeof out - n : 0, "%s%s",
                               count++ ? ", " : "", name);
         if (!p[len]) break;
@@ -537,10 +520,12 @@ static void validate(parse_ctx_t *c) {
         const char *vf = m->v[K_MODEL_VOCAB_FROM].s;
         if (*vf) {
             char *r = resolve_path(p, vf);
+            struct stat vst;
             int ok = r && access(r, R_OK) == 0;
-            int e = errno;
+            int e = ok ? 0 : errno;
+            if (ok && (stat(r, &vst) != 0 || !S_ISREG(vst.st_mode))) { ok = 0; e = EINVAL; }
             if (!ok) perr(c, m->v[K_MODEL_VOCAB_FROM].line, "[model] vocab_from: cannot read "
-                          "\"%s\": %s", r ? r : vf, strerror(e));
+                          "\"%s\": %s", r ? r : vf, e == EINVAL ? "not a regular file" : strerror(e));
             free(r);
             if (!ok) return;
         }
@@ -559,9 +544,9 @@ static void validate(parse_ctx_t *c) {
             const char *f = t->v[pf].s;
             if (*f) {
                 if (!(t->prompt_path = resolve_path(p, f))) { perr(c, 0, "out of memory"); return; }
-                if (read_file(t->prompt_path, &t->prompt_text, &t->prompt_len) != 0) {
-                    perr(c, t->v[pf].line, "[%s] prompt_file: cannot read \"%s\": %s", t->name,
-                         t->prompt_path, strerror(errno));
+                if (tb_input_read(t->prompt_path, "prompt file", TB_PROMPT_MAX_BYTES, &t->prompt_text,
+                                  &t->prompt_len) != TB_OK) {
+                    perr(c, t->v[pf].line, "[%s] prompt_file: %s", t->name, tb_last_error());
                     return;
                 }
                 if (t->prompt_len == 0) {
@@ -641,9 +626,9 @@ int tb_plan_load(const char *path, tb_plan_t *plan) {
     char *text;
     size_t len;
     memset(plan, 0, sizeof *plan);
-    if (read_file(path, &text, &len) != 0)
-        return tb_err(TB_ERR_IO, "%s: cannot read scenario: %s", path, strerror(errno));
-    int rc = tb_plan_parse(path, text, len, plan);
+    int rc = tb_input_read(path, "scenario", TB_SCENARIO_MAX_BYTES, &text, &len);
+    if (rc != TB_OK) return rc;
+    rc = tb_plan_parse(path, text, len, plan);
     free(text);
     return rc;
 }

@@ -56,7 +56,7 @@ typedef enum tb_key {
     K_ENGINE_THREADS, K_ENGINE_ISA, K_ENGINE_KV_TYPE, K_ENGINE_BATCH, K_ENGINE_CTX, K_ENGINE_WEIGHTS,
     K_PROTO_WARMUP, K_PROTO_REPETITIONS, K_PROTO_COOLDOWN, K_PROTO_SEED, K_PROTO_HEADLINE,
     K_PROTO_RECORD_TOKENS, K_PROTO_SENSOR_INTERVAL, K_PROTO_THROTTLE_CHECK,
-    K_PROTO_THROTTLE_PCT, K_PROTO_BANDWIDTH_PROBE,
+    K_PROTO_THROTTLE_PCT, K_PROTO_BANDWIDTH_PROBE, K_PROTO_INTERLEAVE,
     K_PREFILL_PROMPT_TOKENS,
     K_DECODE_TOKENS, K_DECODE_DEPTHS,
     K_TTFT_PROMPT_TOKENS, K_TTFT_PROMPT_FILE,
@@ -115,12 +115,28 @@ typedef struct tb_plan {
     char hash[65];          /* SHA-256 hex of normalized                       */
 } tb_plan_t;
 
+/* Size caps of the files a scenario reads: the scenario itself and each
+ * prompt_file (and `tokenize --file`). */
+#define TB_SCENARIO_MAX_BYTES ((size_t)4 << 20)
+#define TB_PROMPT_MAX_BYTES ((size_t)32 << 20)
+
+/* Read the regular file `path` whole into *out (NUL-terminated, caller
+ * frees; *len its size) if it holds at most max_bytes (scenario_file.c).
+ * A device, FIFO, socket or directory is refused without reading or
+ * blocking. TB_OK, or TB_ERR_IO / TB_ERR_NOMEM with the message "PATH: ..."
+ * naming `what` ("scenario", "prompt file"). */
+int  tb_input_read(const char *path, const char *what, size_t max_bytes, char **out, size_t *len);
+
 /* Parse and validate a scenario file into *plan (caller frees with
  * tb_plan_free, also on failure). */
 int  tb_plan_load(const char *path, tb_plan_t *plan);
 /* Same from a text buffer; `path` is only used for messages and relative paths. */
 int  tb_plan_parse(const char *path, const char *text, size_t len, tb_plan_t *plan);
 void tb_plan_free(tb_plan_t *plan);
+/* What a parsed plan asks that cannot run whatever the model (a test
+ * needing more context than [engine] ctx): one "FILE:LINE: message" line
+ * per problem to out; returns their number (scenario_check.c). */
+int  tb_plan_check(const tb_plan_t *plan, FILE *out);
 
 /* [model] type may list several weight types: the plan runs once per
  * entry ("variant"); a plan with path = has one variant. */

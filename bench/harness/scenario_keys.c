@@ -61,7 +61,7 @@ const tb_key_def_t tb_scenario_keys[K_COUNT] = {
     [K_PROTO_SEED] = {TB_SEC_PROTOCOL, "seed", TB_KT_INT, TB_UNIT_NONE, "42", 0, 4294967295.0, NULL,
         "Seed of synthetic prompts and of sampling (repetition r uses seed + r)."},
     [K_PROTO_HEADLINE] = {TB_SEC_PROTOCOL, "headline", TB_KT_ENUM, TB_UNIT_NONE, "median", 0, 0,
-        "median|mean|min|max", "Statistic over repetitions reported as the headline (repetition -1)."},
+        "median|mean|min|max", "Statistic over repetitions a run's summary line prints (derived, never stored)."},
     [K_PROTO_RECORD_TOKENS] = {TB_SEC_PROTOCOL, "record_tokens", TB_KT_BOOL, TB_UNIT_NONE, "true", 0, 0, NULL,
         "Record every token's timestamp and text (false: only aggregates; for overhead checks)."},
     [K_PROTO_SENSOR_INTERVAL] = {TB_SEC_PROTOCOL, "sensor_interval", TB_KT_INT, TB_UNIT_MS, "100ms",
@@ -70,9 +70,13 @@ const tb_key_def_t tb_scenario_keys[K_COUNT] = {
         "Time a fixed reference workload before, between repetitions and after each test."},
     [K_PROTO_THROTTLE_PCT] = {TB_SEC_PROTOCOL, "throttle_pct", TB_KT_FLOAT, TB_UNIT_PCT, "10%", 1, 100, NULL,
         "Slow-down of the reference workload (or frequency drop) judged as throttling."},
-    [K_PROTO_BANDWIDTH_PROBE] = {TB_SEC_PROTOCOL, "bandwidth_probe", TB_KT_INT, TB_UNIT_COUNT, "64m",
-        0, 4294967296.0, NULL, "Bytes streamed by the roofline probe before and after the run "
-        "(k/m = KiB/MiB; 0: no probe)."},
+    [K_PROTO_BANDWIDTH_PROBE] = {TB_SEC_PROTOCOL, "bandwidth_probe", TB_KT_INT, TB_UNIT_COUNT, "256m",
+        0, 4294967296.0, NULL, "Bytes streamed by the roofline probe just before and just after every "
+        "repetition, and around the run (k/m = KiB/MiB; larger than the last-level cache; 0: no probe)."},
+    [K_PROTO_INTERLEAVE] = {TB_SEC_PROTOCOL, "interleave", TB_KT_ENUM, TB_UNIT_NONE, "none", 0, 0,
+        "none|rep|token", "With several [model] types: none runs them one after another; rep runs them "
+        "as one group taking turns inside every repetition (order reversed on odd ones); token also "
+        "takes turns token by token inside decode repetitions. One run per type either way."},
 
     /* ---- [prefill] ---- */
     [K_PREFILL_PROMPT_TOKENS] = {TB_SEC_PREFILL, "prompt_tokens", TB_KT_INT_LIST, TB_UNIT_COUNT, "512",

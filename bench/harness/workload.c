@@ -33,13 +33,18 @@ void tb_rep_free(tb_rep_t *r) {
     memset(r, 0, sizeof *r);
 }
 
-static void metric(tb_rep_t *r, const char *name, double v, const char *unit) {
+void tb_rep_metric(tb_rep_t *r, tb_metric_id_t id, double v) {
     if (r->n_m >= TB_REP_MAX_METRICS || !isfinite(v)) return;
-    tb_metric_t *m = &r->m[r->n_m++];
-    snprintf(m->name, sizeof m->name, "%s", name);
-    m->unit = unit;
-    m->value = v;
+    r->m[r->n_m++] = (tb_metric_t){id, v};
 }
+
+double tb_rep_value(const tb_rep_t *r, tb_metric_id_t id) {
+    for (int i = 0; i < r->n_m; i++)
+        if (r->m[i].id == id) return r->m[i].value;
+    return NAN;
+}
+
+#define metric tb_rep_metric
 
 /* Make room for n more events and `bytes` more text. */
 static int reserve(tb_rep_t *r, size_t n, size_t bytes) {
@@ -61,10 +66,12 @@ static int reserve(tb_rep_t *r, size_t n, size_t bytes) {
 }
 
 /* Append one event (room must have been reserved). */
-static void event(tb_rep_t *r, int phase, int64_t t_ns, int32_t id, const char *text, int len) {
+static void event(tb_rep_t *r, int phase, int64_t t_ns, int64_t dur_ns, int32_t id,
+                  const char *text, int len) {
     tb_tok_event_t *e = &r->ev[r->n_ev++];
     e->phase = phase;
     e->t_ns = t_ns;
+    e->dur_ns = dur_ns;
     e->id = id;
     e->text_off = (uint32_t)r->n_text;
     e->text_len = (uint32_t)(len > 0 ? len : 0);
@@ -80,11 +87,11 @@ size_t tb_utf8_chars(const char *s, size_t n) {
     return c;
 }
 
-const char *tb_work_headline_metric(tb_sec_kind_t kind) {
+tb_metric_id_t tb_work_headline_metric(tb_sec_kind_t kind) {
     switch (kind) {
-    case TB_SEC_PREFILL: return "prefill_tok_per_s";
-    case TB_SEC_TTFT: return "ttft_ms";
-    default: return "decode_tok_per_s";
+    case TB_SEC_PREFILL: return TB_M_PREFILL_TOK_PER_S;
+    case TB_SEC_TTFT: return TB_M_TTFT_MS;
+    default: return TB_M_DECODE_TOK_PER_S;
     }
 }
 
@@ -118,63 +125,42 @@ static int prefill(const tb_work_t *w, tb_rep_t *r, const int32_t *toks, int n, 
         if (rc) return tb_err_prefix(rc, "prefill at position %d", tb_session_pos(w->sess));
         int64_t t = (int64_t)(tb_now_ns() - t0);
         if (events)
-            for (int i = 0; i < k; i++) event(r, 0, t, toks[off + i], NULL, 0);
+            for (int i = 0; i < k; i++) event(r, 0, t, -1, toks[off + i], NULL, 0);
     }
     return TB_OK;
 }
 
-/* Bytes per token at the middle of [depth, depth + n) and the roofline metrics. */
+/* Bytes per token at the middle of [depth, depth + n) and the achieved
+ * bandwidth; the runner charges it against the repetition's probes. */
 static void roofline(const tb_work_t *w, tb_rep_t *r, double tok_per_s, int64_t depth, int64_t n) {
     tb_bytes_per_token_t b;
     if (tb_model_bytes_per_token(w->model, (int32_t)(depth + n / 2), w->kv_type, &b) != TB_OK) return;
-    double gbps = tok_per_s * (double)b.total / 1e9;
-    metric(r, "bytes_per_token", (double)b.total, "B");
-    metric(r, "achieved_gbps", gbps, "GB/s");
-    if (w->bw_gbps > 0) metric(r, "roofline_pct", 100.0 * gbps / w->bw_gbps, "%");
+    metric(r, TB_M_BYTES_PER_TOKEN, (double)b.total);
+    metric(r, TB_M_ACHIEVED_GBPS, tok_per_s * (double)b.total / 1e9);
 }
 
 /* Inter-token latency percentiles from n decode step durations (ns). */
 static void itl(tb_rep_t *r, const double *step_ms, size_t n) {
     if (n == 0) return;
-    metric(r, "itl_p50_ms", tb_stats_percentile(step_ms, n, 50), "ms");
-    metric(r, "itl_p90_ms", tb_stats_percentile(step_ms, n, 90), "ms");
-    metric(r, "itl_p99_ms", tb_stats_percentile(step_ms, n, 99), "ms");
+    metric(r, TB_M_ITL_P50_MS, tb_stats_percentile(step_ms, n, 50));
+    metric(r, TB_M_ITL_P90_MS, tb_stats_percentile(step_ms, n, 90));
+    metric(r, TB_M_ITL_P99_MS, tb_stats_percentile(step_ms, n, 99));
     double mx = 0;
     for (size_t i = 0; i < n; i++) mx = TB_MAX(mx, step_ms[i]);
-    metric(r, "itl_max_ms", mx, "ms");
-    metric(r, "stall_pct", tb_stats_stall_pct(step_ms, n, TB_STALL_FACTOR), "%");
+    metric(r, TB_M_ITL_MAX_MS, mx);
+    metric(r, TB_M_STALL_PCT, tb_stats_stall_pct(step_ms, n, TB_STALL_FACTOR));
 }
 
-/* Memory, energy and the cores' clock and vector throughput right after
- * the repetition (the slowest thread's: cpu_ghz_min, below the clock when
- * the host or the thermals slowed a core; vec_gops_min, vector ops per ns,
- * which also falls when an SMT sibling shares a core's vector units),
- * common to every kind. */
+/* Memory and energy, common to every kind (the clock and vector probes
+ * bracket the repetition in the runner). */
 static void footprint(const tb_work_t *w, tb_rep_t *r, double e0, double tokens) {
-    static const struct {
-        int (*probe)(int n_threads, int reps, double *out);
-        const char *name, *unit;
-    } cpu[] = {{tb_cpu_probe, "cpu_ghz_min", "GHz"}, {tb_cpu_probe_vec, "vec_gops_min", "op/ns"}};
-    double v[64];
-    const int nt = w->cpu_probe_threads;
-    for (size_t p = 0; p < sizeof cpu / sizeof cpu[0]; p++) {
-        if (nt < 1 || nt > 64 || cpu[p].probe(nt, 3, v) != TB_OK) continue;
-        double lo = v[0];
-        for (int i = 1; i < nt; i++) lo = TB_MIN(lo, v[i]);
-        metric(r, cpu[p].name, lo, cpu[p].unit);
-    }
     int64_t rss = tb_facts_peak_rss();
-    if (rss >= 0) metric(r, "peak_rss_bytes", (double)rss, "B");
-    metric(r, "session_bytes", (double)tb_session_memory_bytes(w->sess), "B");
+    if (rss >= 0) metric(r, TB_M_PEAK_RSS_BYTES, (double)rss);
+    metric(r, TB_M_SESSION_BYTES, (double)tb_session_memory_bytes(w->sess));
     if (e0 >= 0 && w->sensors && tokens > 0) {
         double e1 = tb_sensors_energy_j(w->sensors);
-        if (e1 >= e0) metric(r, "energy_j_per_tok", (e1 - e0) / tokens, "J/tok");
+        if (e1 >= e0) metric(r, TB_M_ENERGY_J_PER_TOK, (e1 - e0) / tokens);
     }
-}
-
-/* A synthetic token for decode steps that have no logits yet. */
-static int32_t first_token(const tb_work_t *w) {
-    return w->n_prompt > 0 ? w->prompt[0] : 0;
 }
 
 /* ===================================================================== */
@@ -185,51 +171,76 @@ static int run_prefill(const tb_work_t *w, tb_rep_t *r, double e0) {
     uint64_t t0 = tb_now_ns();
     int rc = prefill(w, r, w->prompt, w->n_prompt, t0, w->record);
     if (rc) return rc;
-    double s = (double)(tb_now_ns() - t0) / 1e9;
-    metric(r, "prefill_tok_per_s", w->n_prompt / s, "tok/s");
-    metric(r, "prefill_ms", s * 1e3, "ms");
+    double s = (double)(tb_now_ns() - t0) / 1e9, tps = w->n_prompt / s;
+    metric(r, TB_M_PREFILL_TOK_PER_S, tps);
+    metric(r, TB_M_PREFILL_MS, s * 1e3);
+    /* a batched prefill reads every weight once per batch: bytes/token = weights / P */
+    tb_model_info_t mi;
+    if (w->n_prompt > 0 && tb_model_get_info(w->model, &mi) == TB_OK) {
+        int nb = w->n_batch > 0 ? w->n_batch : w->n_prompt;
+        double per_tok = (double)mi.weight_bytes / (double)TB_MIN(nb, w->n_prompt);
+        metric(r, TB_M_BYTES_PER_TOKEN, per_tok);
+        metric(r, TB_M_ACHIEVED_GBPS, tps * per_tok / 1e9);
+    }
     footprint(w, r, e0, w->n_prompt);
     return TB_OK;
 }
 
-/* Greedy decode of `n` tokens after an untimed prefill to `depth`. */
-static int run_decode(const tb_work_t *w, tb_rep_t *r, double e0) {
-    int64_t depth = w->param, n = w->sec->v[K_DECODE_TOKENS].i;
+int tb_work_decode_begin(const tb_work_t *w, tb_rep_t *rep, tb_decode_t *d) {
+    tb_rep_reset(rep);
+    tb_session_reset(w->sess);
+    *d = (tb_decode_t){.depth = w->param, .n = w->sec->v[K_DECODE_TOKENS].i, .e0 = -1};
+    d->t0 = tb_now_ns();
     int rc;
-    uint64_t t0 = tb_now_ns();
-    if (depth > 0 && (rc = prefill(w, r, w->prompt, (int)depth, t0, false))) return rc;
-    double *step = malloc((size_t)n * sizeof *step);     // (n) ms per decode step
-    if (!step) return tb_err(TB_ERR_NOMEM, "out of memory");
-    if (w->record && (rc = reserve(r, (size_t)n, 0))) { free(step); return rc; }
-    int32_t tok = depth > 0 ? w->prompt[depth - 1] : first_token(w);
-    int32_t n_vocab = tb_model_n_vocab(w->model);
-    uint64_t start = tb_now_ns(), prev = start;
-    t0 = start;
-    for (int64_t i = 0; i < n; i++) {
-        if (*w->stop) { free(step); return TB_INTERRUPTED; }
-        if ((rc = tb_session_eval(w->sess, &tok, 1, false))) {
-            free(step);
-            return tb_err_prefix(rc, "decode at position %d", tb_session_pos(w->sess));
-        }
-        const float *lg = tb_session_logits(w->sess, -1);   // (n_vocab)
-        int32_t best = 0;
-        for (int32_t j = 1; j < n_vocab; j++) if (lg[j] > lg[best]) best = j;
-        tok = best;
-        uint64_t now = tb_now_ns();
-        step[i] = (double)(now - prev) / 1e6;
-        prev = now;
-        if (w->record) event(r, 1, (int64_t)(now - t0), tok, NULL, 0);
-        if (w->tick && (i & 63) == 63) w->tick(w->tick_ud, (double)i / (double)n);
-    }
-    double s = (double)(prev - start) / 1e9;
-    double tps = (double)n / s;
-    metric(r, "decode_tok_per_s", tps, "tok/s");
-    metric(r, "decode_ms", s * 1e3, "ms");
-    itl(r, step, (size_t)n);
-    free(step);
-    roofline(w, r, tps, depth, n);
-    footprint(w, r, e0, (double)n);
+    if (d->depth > 0 && (rc = prefill(w, rep, w->prompt, (int)d->depth, d->t0, false))) return rc;
+    if (!(d->step = malloc((size_t)TB_MAX(d->n, 1) * sizeof *d->step)))   // (n)
+        return tb_err(TB_ERR_NOMEM, "out of memory");
+    if (w->record && (rc = reserve(rep, (size_t)d->n, 0))) return rc;
+    d->tok = d->depth > 0 ? w->prompt[d->depth - 1] : w->n_prompt > 0 ? w->prompt[0] : 0;
+    d->e0 = w->sensors ? tb_sensors_energy_j(w->sensors) : -1;
     return TB_OK;
+}
+
+/* One greedy token: eval, argmax; its own time is the step. */
+int tb_work_decode_step(const tb_work_t *w, tb_rep_t *rep, tb_decode_t *d) {
+    if (*w->stop) return TB_INTERRUPTED;
+    uint64_t t = tb_now_ns();
+    int rc = tb_session_eval(w->sess, &d->tok, 1, false);
+    if (rc) return tb_err_prefix(rc, "decode at position %d", tb_session_pos(w->sess));
+    const float *lg = tb_session_logits(w->sess, -1);   // (n_vocab)
+    int32_t n_vocab = tb_model_n_vocab(w->model), best = 0;
+    for (int32_t j = 1; j < n_vocab; j++) if (lg[j] > lg[best]) best = j;
+    d->tok = best;
+    uint64_t now = tb_now_ns();
+    d->step[d->i] = (double)(now - t) / 1e6;
+    if (w->record) event(rep, 1, (int64_t)(now - d->t0), (int64_t)(now - t), best, NULL, 0);
+    d->i++;
+    if (w->tick && (d->i & 63) == 0) w->tick(w->tick_ud, (double)d->i / (double)d->n);
+    return TB_OK;
+}
+
+int tb_work_decode_end(const tb_work_t *w, tb_rep_t *rep, tb_decode_t *d, int rc) {
+    if (rc == TB_OK && d->i == d->n && d->n > 0) {
+        double ms = 0;
+        for (int64_t i = 0; i < d->n; i++) ms += d->step[i];
+        double tps = (double)d->n * 1e3 / (ms > 0 ? ms : 1e-9);
+        metric(rep, TB_M_DECODE_TOK_PER_S, tps);
+        metric(rep, TB_M_DECODE_MS, ms);
+        itl(rep, d->step, (size_t)d->n);
+        roofline(w, rep, tps, d->depth, d->n);
+        footprint(w, rep, d->e0, (double)d->n);
+    }
+    free(d->step);
+    d->step = NULL;
+    return rc;
+}
+
+/* Greedy decode of `n` tokens after an untimed prefill to `depth`. */
+static int run_decode(const tb_work_t *w, tb_rep_t *r) {
+    tb_decode_t d;
+    int rc = tb_work_decode_begin(w, r, &d);
+    while (rc == TB_OK && d.i < d.n) rc = tb_work_decode_step(w, r, &d);
+    return tb_work_decode_end(w, r, &d, rc);
 }
 
 /* Sampling generation shared by ttft (n_gen = 2) and generate. */
@@ -268,7 +279,7 @@ static int run_generate(const tb_work_t *w, tb_rep_t *r, double e0, int64_t n_ge
     if (k < 0) { rc = k; goto done; }
     uint64_t t_first = tb_now_ns(), prev = t_first;
     chars += tb_utf8_chars(piece, (size_t)k);
-    if (w->record) event(r, 1, (int64_t)(t_first - t0), tok, piece, k);
+    if (w->record) event(r, 1, (int64_t)(t_first - t0), (int64_t)(t_first - t_prefill), tok, piece, k);
     n_out = 1;
     uint64_t t_second = 0;
     while (n_out < n_gen) {
@@ -281,12 +292,12 @@ static int run_generate(const tb_work_t *w, tb_rep_t *r, double e0, int64_t n_ge
         tok = tb_sampler_sample(smp, tb_session_logits(w->sess, -1), n_vocab);
         k = tb_detok_push(dt, tok, piece, sizeof piece);
         if (k < 0) { rc = k; goto done; }
-        uint64_t now = tb_now_ns();
+        uint64_t now = tb_now_ns(), prev_ev = prev;
         if (!t_second) t_second = now;
         step[n_steps++] = (double)(now - prev) / 1e6;
         prev = now;
         chars += tb_utf8_chars(piece, (size_t)k);
-        if (w->record) event(r, 1, (int64_t)(now - t0), tok, piece, k);
+        if (w->record) event(r, 1, (int64_t)(now - t0), (int64_t)(now - prev_ev), tok, piece, k);
         n_out++;
         if (w->tick && (n_out & 63) == 0) w->tick(w->tick_ud, (double)n_out / (double)n_gen);
     }
@@ -301,21 +312,21 @@ static int run_generate(const tb_work_t *w, tb_rep_t *r, double e0, int64_t n_ge
     }
 
     double prefill_s = (double)(t_prefill - t0) / 1e9;
-    metric(r, "ttft_ms", (double)(t_first - t0) / 1e6, "ms");
-    metric(r, "ttft_prefill_ms", prefill_s * 1e3, "ms");
-    if (w->n_prompt > 0) metric(r, "prefill_tok_per_s", w->n_prompt / prefill_s, "tok/s");
+    metric(r, TB_M_TTFT_MS, (double)(t_first - t0) / 1e6);
+    metric(r, TB_M_TTFT_PREFILL_MS, prefill_s * 1e3);
+    if (w->n_prompt > 0) metric(r, TB_M_PREFILL_TOK_PER_S, w->n_prompt / prefill_s);
     if (is_ttft) {
-        if (t_second) metric(r, "ttft_first_decode_ms", (double)(t_second - t_first) / 1e6, "ms");
+        if (t_second) metric(r, TB_M_TTFT_FIRST_DECODE_MS, (double)(t_second - t_first) / 1e6);
     } else {
         double dec_s = (double)(prev - t_first) / 1e9;
         double tps = n_steps > 0 ? (double)n_steps / dec_s : NAN;
-        metric(r, "e2e_ms", (double)(prev - t0) / 1e6, "ms");
-        metric(r, "decode_tok_per_s", tps, "tok/s");
-        metric(r, "generated_tokens", (double)n_out, "tok");
+        metric(r, TB_M_E2E_MS, (double)(prev - t0) / 1e6);
+        metric(r, TB_M_DECODE_TOK_PER_S, tps);
+        metric(r, TB_M_GENERATED_TOKENS, (double)n_out);
         itl(r, step, (size_t)n_steps);
         double cpt = (double)chars / (double)n_out;
-        metric(r, "chars_per_token", cpt, "chars/tok");
-        metric(r, "chars_per_s", cpt * tps, "chars/s");
+        metric(r, TB_M_CHARS_PER_TOKEN, cpt);
+        metric(r, TB_M_CHARS_PER_S, cpt * tps);
         roofline(w, r, tps, w->n_prompt, n_out);
         footprint(w, r, e0, (double)n_out);
     }
@@ -327,7 +338,31 @@ done:
     return rc;
 }
 
-/* Continuous generation in windows, sliding or resetting at the context limit. */
+/* Close the window [w_start, now] of `n_tok` tokens into r->win. */
+static int add_window(tb_rep_t *r, int n_tok, uint64_t t0, uint64_t w_start, uint64_t now,
+                      int64_t refill_ns, int refills, int ctx_pos) {
+    if (r->n_win == r->cap_win) {
+        int nc = r->cap_win ? r->cap_win * 2 : 64;
+        tb_window_t *p = realloc(r->win, (size_t)nc * sizeof *p);
+        if (!p) return tb_err(TB_ERR_NOMEM, "out of memory");
+        r->win = p;
+        r->cap_win = nc;
+    }
+    double s = (double)((int64_t)(now - w_start) - refill_ns) / 1e9;
+    r->win[r->n_win++] = (tb_window_t){.n_tokens = n_tok, .t0_ns = (int64_t)(w_start - t0),
+                                       .t1_ns = (int64_t)(now - t0), .refill_ns = refill_ns,
+                                       .refills = refills, .tok_per_s = n_tok / (s > 0 ? s : 1e-9),
+                                       .ctx_pos = ctx_pos};
+    return TB_OK;
+}
+
+/* Continuous generation in windows, sliding or resetting at the context
+ * limit. The harness's own work when the context fills (a reset, and for
+ * slide the re-prefill of the kept half) is timed apart: it is taken out of
+ * the window's rate and the window is marked (refills > 0), and marked or
+ * partial windows stay out of the stability figures, so that a sustained
+ * test measures the device and never presents the harness's work as
+ * throttling. Every window is recorded, the last partial one included. */
 static int run_sustained(const tb_work_t *w, tb_rep_t *r, double e0) {
     const tb_section_t *sec = w->sec;
     int64_t n_max = sec->v[K_SUS_TOKENS].i, dur_ms = sec->v[K_SUS_DURATION].i;
@@ -346,15 +381,16 @@ static int run_sustained(const tb_work_t *w, tb_rep_t *r, double e0) {
     uint64_t t0 = tb_now_ns();
     if ((rc = prefill(w, r, hist, n_hist, t0, false))) goto done;
     int32_t tok = tb_sampler_sample(smp, tb_session_logits(w->sess, -1), n_vocab);
-    uint64_t start = tb_now_ns(), w_start = start;
-    int64_t n = 0;
+    uint64_t start = tb_now_ns(), w_start = start, prev = start;
+    int64_t n = 0, refill_ns = 0, refill_total = 0;
     double pos_sum = 0;   /* for the mean KV depth (bytes per token) */
-    int in_win = 0, n_full = 0;
+    int in_win = 0, n_full = 0, refills = 0;
     for (;;) {
         if (*w->stop) { rc = TB_INTERRUPTED; goto done; }
         if (n_max > 0 && n >= n_max) break;
         if (dur_ms > 0 && (double)(tb_now_ns() - start) / 1e6 >= (double)dur_ms) break;
-        if (n_hist >= ctx) {   /* context full */
+        if (n_hist >= ctx) {   /* context full: the harness's work, timed apart */
+            uint64_t f0 = tb_now_ns();
             tb_session_reset(w->sess);
             n_full++;
             if (slide) {
@@ -365,7 +401,12 @@ static int run_sustained(const tb_work_t *w, tb_rep_t *r, double e0) {
             } else {
                 n_hist = 0;
             }
+            int64_t f = (int64_t)(tb_now_ns() - f0);
+            refill_ns += f;
+            refill_total += f;
+            refills++;
         }
+        uint64_t ts = tb_now_ns();
         if ((rc = tb_session_eval(w->sess, &tok, 1, false))) {
             rc = tb_err_prefix(rc, "sustained decode at position %d", tb_session_pos(w->sess));
             goto done;
@@ -374,22 +415,16 @@ static int run_sustained(const tb_work_t *w, tb_rep_t *r, double e0) {
         hist[n_hist++] = tok;
         tok = tb_sampler_sample(smp, tb_session_logits(w->sess, -1), n_vocab);
         uint64_t now = tb_now_ns();
+        prev = now;
         n++;
         if (w->record) {
             if ((rc = reserve(r, 1, 0))) goto done;
-            event(r, 1, (int64_t)(now - t0), tok, NULL, 0);
+            event(r, 1, (int64_t)(now - t0), (int64_t)(now - ts), tok, NULL, 0);
         }
         if (++in_win == win) {
-            if (r->n_win == r->cap_win) {
-                int nc = r->cap_win ? r->cap_win * 2 : 64;
-                tb_window_t *p = realloc(r->win, (size_t)nc * sizeof *p);
-                if (!p) { rc = tb_err(TB_ERR_NOMEM, "out of memory"); goto done; }
-                r->win = p;
-                r->cap_win = nc;
-            }
-            r->win[r->n_win++] = (tb_window_t){win, (int64_t)(w_start - t0), (int64_t)(now - t0),
-                                               win / ((double)(now - w_start) / 1e9), n_hist};
-            in_win = 0;
+            if ((rc = add_window(r, win, t0, w_start, now, refill_ns, refills, n_hist))) goto done;
+            in_win = refills = 0;
+            refill_ns = 0;
             w_start = now;
             if (w->tick) {
                 double f = n_max > 0 ? (double)n / (double)n_max : 0;
@@ -398,21 +433,25 @@ static int run_sustained(const tb_work_t *w, tb_rep_t *r, double e0) {
             }
         }
     }
-    double s = (double)(tb_now_ns() - start) / 1e9;
-    double tps = (double)n / s;
-    metric(r, "decode_tok_per_s", tps, "tok/s");
-    metric(r, "generated_tokens", (double)n, "tok");
-    metric(r, "context_full_events", n_full, "count");
-    if (r->n_win > 0) {
-        rates = malloc((size_t)r->n_win * sizeof *rates);   // (n_win)
-        if (!rates) { rc = tb_err(TB_ERR_NOMEM, "out of memory"); goto done; }
-        for (int i = 0; i < r->n_win; i++) rates[i] = r->win[i].tok_per_s;
-        metric(r, "window_tok_per_s", tb_stats_median(rates, (size_t)r->n_win), "tok/s");
-        metric(r, "first_window_tok_per_s", rates[0], "tok/s");
-        metric(r, "last_window_tok_per_s", rates[r->n_win - 1], "tok/s");
-        if (r->n_win > 2)
-            metric(r, "steady_window_tok_per_s", tb_stats_median(rates + 1, (size_t)r->n_win - 2), "tok/s");
-        metric(r, "stability_pct", tb_stats_stability_pct(rates, (size_t)r->n_win), "%");
+    if (in_win > 0 && (rc = add_window(r, in_win, t0, w_start, prev, refill_ns, refills, n_hist))) goto done;
+    double s = (double)((int64_t)(prev - start) - refill_total) / 1e9;
+    double tps = (double)n / (s > 0 ? s : 1e-9);
+    metric(r, TB_M_DECODE_TOK_PER_S, tps);
+    metric(r, TB_M_GENERATED_TOKENS, (double)n);
+    metric(r, TB_M_CONTEXT_FULL_EVENTS, n_full);
+    metric(r, TB_M_REFILL_MS, (double)refill_total / 1e6);
+    /* the clean windows: full, and without the harness's context work */
+    rates = malloc((size_t)TB_MAX(r->n_win, 1) * sizeof *rates);   // (n_win)
+    if (!rates) { rc = tb_err(TB_ERR_NOMEM, "out of memory"); goto done; }
+    int m = 0;
+    for (int i = 0; i < r->n_win; i++)
+        if (r->win[i].n_tokens == win && r->win[i].refills == 0) rates[m++] = r->win[i].tok_per_s;
+    if (m > 0) {
+        metric(r, TB_M_WINDOW_TOK_PER_S, tb_stats_median(rates, (size_t)m));
+        metric(r, TB_M_FIRST_WINDOW_TOK_PER_S, rates[0]);
+        metric(r, TB_M_LAST_WINDOW_TOK_PER_S, rates[m - 1]);
+        if (m > 2) metric(r, TB_M_STEADY_WINDOW_TOK_PER_S, tb_stats_median(rates + 1, (size_t)m - 2));
+        metric(r, TB_M_STABILITY_PCT, tb_stats_stability_pct(rates, (size_t)m));
     }
     roofline(w, r, tps, n > 0 ? (int64_t)(pos_sum / (double)n) : 0, 0);
     footprint(w, r, e0, (double)n);
@@ -423,25 +462,16 @@ done:
     return rc;
 }
 
-/* One repetition; its metrics then end with steal_pct: the share of the
- * machine's CPU time a hypervisor stole during it (/proc/stat; absent
- * where that cannot be read). */
 int tb_work_run(const tb_work_t *w, tb_rep_t *rep) {
+    if (w->sec->kind == TB_SEC_DECODE) return run_decode(w, rep);
     tb_rep_reset(rep);
     tb_session_reset(w->sess);
     double e0 = w->sensors ? tb_sensors_energy_j(w->sensors) : -1;
-    uint64_t st0, tot0, st1, tot1;
-    const int st_ok = tb_sensors_steal_read("", &st0, &tot0) == 0;
-    int rc;
     switch (w->sec->kind) {
-    case TB_SEC_PREFILL: rc = run_prefill(w, rep, e0); break;
-    case TB_SEC_DECODE: rc = run_decode(w, rep, e0); break;
-    case TB_SEC_TTFT: rc = run_generate(w, rep, e0, 2, true); break;
-    case TB_SEC_GENERATE: rc = run_generate(w, rep, e0, w->sec->v[K_GEN_TOKENS].i, false); break;
-    case TB_SEC_SUSTAINED: rc = run_sustained(w, rep, e0); break;
+    case TB_SEC_PREFILL: return run_prefill(w, rep, e0);
+    case TB_SEC_TTFT: return run_generate(w, rep, e0, 2, true);
+    case TB_SEC_GENERATE: return run_generate(w, rep, e0, w->sec->v[K_GEN_TOKENS].i, false);
+    case TB_SEC_SUSTAINED: return run_sustained(w, rep, e0);
     default: return tb_err(TB_ERR_INTERNAL, "not a test section: [%s]", w->sec->name);
     }
-    if (!rc && st_ok && tb_sensors_steal_read("", &st1, &tot1) == 0)
-        metric(rep, "steal_pct", tb_sensors_steal_pct(st0, tot0, st1, tot1), "%");
-    return rc;
 }

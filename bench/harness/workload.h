@@ -9,6 +9,7 @@
 #ifndef TB_HARNESS_WORKLOAD_H
 #define TB_HARNESS_WORKLOAD_H
 
+#include "metrics.h"
 #include "scenario.h"
 #include "sensors.h"
 #include "ternbench.h"
@@ -21,6 +22,7 @@
 typedef struct tb_tok_event {
     int phase;                  /* 0 prefill, 1 decode */
     int64_t t_ns;               /* since the repetition started */
+    int64_t dur_ns;             /* decode: this token's own step; prefill: -1 */
     int32_t id;
     uint32_t text_off, text_len;  /* into tb_rep_t.text */
 } tb_tok_event_t;
@@ -28,13 +30,14 @@ typedef struct tb_tok_event {
 typedef struct tb_window {
     int n_tokens;
     int64_t t0_ns, t1_ns;
-    double tok_per_s;
+    int64_t refill_ns;          /* harness time re-filling the context inside [t0, t1] */
+    int refills;                /* context-full events inside it (0: a clean window) */
+    double tok_per_s;           /* n_tokens / (t1 - t0 - refill) */
     int ctx_pos;
 } tb_window_t;
 
 typedef struct tb_metric {
-    char name[40];
-    const char *unit;           /* static string */
+    tb_metric_id_t id;          /* name and unit: tb_metrics[id] */
     double value;
 } tb_metric_t;
 
@@ -60,24 +63,45 @@ typedef struct tb_work {
     int record;                 /* record per-token events                   */
     int n_batch;
     tb_type_t kv_type;
-    double bw_gbps;             /* roofline (probe before the run), <= 0 unknown */
     tb_sensors_t *sensors;      /* for energy; may be NULL                   */
-    int cpu_probe_threads;      /* > 0: after the repetition, the slowest of as
-                                   many threads' core clocks (tb_cpu_probe)  */
     volatile sig_atomic_t *stop;
     /* optional: called during long repetitions with the fraction done */
     void (*tick)(void *ud, double frac);
     void *tick_ud;
 } tb_work_t;
 
+/* A decode repetition taken one token at a time, so that several models'
+ * repetitions can take turns token by token (tb_work_decode_*). */
+typedef struct tb_decode {
+    int64_t depth, n, i;        /* untimed prefill depth, tokens, tokens done */
+    double *step;               /* (n) ms of each token's own step            */
+    int32_t tok;
+    uint64_t t0;                /* repetition start                           */
+    double e0;                  /* energy at the start, < 0 none              */
+} tb_decode_t;
+
 void tb_rep_reset(tb_rep_t *r);
 void tb_rep_free(tb_rep_t *r);
 /* Context positions the case needs (session n_ctx). */
 int32_t tb_work_ctx_needed(const tb_section_t *sec, int64_t param, int n_prompt);
-/* Run one repetition into *rep (reset first). TB_OK, TB_INTERRUPTED, or < 0. */
+/* Run one repetition into *rep (reset first). TB_OK, TB_INTERRUPTED, or < 0.
+ * The bracketing probes (bandwidth, clock, vector, steal) and the roofline
+ * percentage are the runner's: it takes them around this call. */
 int tb_work_run(const tb_work_t *w, tb_rep_t *rep);
+/* The same for a decode section, in steps: begin (reset, untimed prefill to
+ * the depth), one step per token, end (metrics; frees d's buffers, also
+ * after a failed step). A decode repetition's tok/s is n over the sum of
+ * its own steps, so a repetition whose steps took turns with another
+ * model's measures only its own work. */
+int tb_work_decode_begin(const tb_work_t *w, tb_rep_t *rep, tb_decode_t *d);
+int tb_work_decode_step(const tb_work_t *w, tb_rep_t *rep, tb_decode_t *d);
+int tb_work_decode_end(const tb_work_t *w, tb_rep_t *rep, tb_decode_t *d, int rc);
+/* Append a metric (a non-finite value is dropped). */
+void tb_rep_metric(tb_rep_t *r, tb_metric_id_t id, double v);
+/* A metric's value in *rep, NAN when absent. */
+double tb_rep_value(const tb_rep_t *r, tb_metric_id_t id);
 /* The headline metric of a kind ("decode_tok_per_s", ...). */
-const char *tb_work_headline_metric(tb_sec_kind_t kind);
+tb_metric_id_t tb_work_headline_metric(tb_sec_kind_t kind);
 /* UTF-8 characters in s[0..n) (continuation bytes not counted). */
 size_t tb_utf8_chars(const char *s, size_t n);
 

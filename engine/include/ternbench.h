@@ -468,6 +468,7 @@ typedef struct tb_bytes_per_token {
     uint64_t output;        /* the output head                              */
     uint64_t kv;            /* K and V read (sliding layers capped at n_swa) */
     uint64_t total;
+    int32_t head_approx;    /* 1: output counts an approximate head's rows   */
 } tb_bytes_per_token_t;
 
 /* Load with default parameters (TB_WEIGHTS_COPY). */
@@ -491,6 +492,82 @@ int32_t tb_model_n_vocab(const tb_model_t *m);
 int  tb_model_bytes_per_token(const tb_model_t *m, int32_t ctx, tb_type_t kv_type,
                               tb_bytes_per_token_t *out);
 const tb_gguf_t *tb_model_gguf(const tb_model_t *m);
+
+/* ===================================================================== */
+/* Geometry: what a decoded token reads, from a file or from a preset      */
+/* ===================================================================== */
+
+/* A model's tensor table and the hyper-parameters that size its KV cache:
+ * enough to count the bytes a decoded token reads and the FLOPs a prompt
+ * token costs, without the weights. Built from a loaded model
+ * (tb_geometry_from_model) or from a named preset (tb_geometry_preset);
+ * both go through tb_geometry_bytes_per_token, the one account of bytes per
+ * token (tb_model_bytes_per_token calls it). Tensor roles come from the
+ * ggml names: token_embd, output (absent: tied to token_embd), *_exps
+ * (expert stacks), everything else read in full. */
+typedef struct tb_geom_tensor {
+    char name[64];
+    uint64_t nbytes;        /* bytes of the whole tensor                     */
+    int64_t n_params;
+} tb_geom_tensor_t;
+
+typedef enum tb_layer_kind {
+    TB_LAYER_FULL = 0,      /* attends to every position                     */
+    TB_LAYER_SLIDING = 1,   /* attends to the last n_swa positions           */
+    TB_LAYER_RECURRENT = 2, /* linear attention: a fixed state, no KV cache   */
+} tb_layer_kind_t;
+
+typedef struct tb_geometry {
+    char name[64];          /* preset or general.name                        */
+    char weights[48];       /* weight layout label ("tq2_0", "mlx-4bit", ...) */
+    int32_t n_layer, n_embd, n_head, n_head_kv, head_dim, n_vocab;
+    int32_t n_expert, n_expert_used;   /* 0, 0 for dense models              */
+    int32_t n_swa;          /* sliding window (0: none)                      */
+    uint64_t state_bytes;   /* bytes of one recurrent layer's state, read and
+                               written once per token (0: none)              */
+    uint8_t *layer_kind;    /* (n_layer) tb_layer_kind_t                     */
+    int64_t n_tensors;
+    tb_geom_tensor_t *tensors;  /* (n_tensors)                               */
+} tb_geometry_t;
+
+/* The head a decode step evaluates. centroids == 0: the exact head (every
+ * row of output). Otherwise an approximate, clustered head as FlashHead
+ * does: `centroids` centroid rows are scored, then the rows of the `probes`
+ * best clusters (each n_vocab / centroids rows, rounded up), all in the
+ * head's own type. */
+typedef struct tb_head_opts {
+    int32_t centroids;
+    int32_t probes;
+} tb_head_opts_t;
+
+/* Bytes read per decoded token at context `ctx` (see tb_model_bytes_per_token
+ * for the terms); head NULL or centroids 0 is the exact head, otherwise the
+ * output term counts only the approximate head's rows (out->head_approx = 1).
+ * kv_type is any type whose rows of head_dim elements it can hold (f32, f16,
+ * bf16, q8_0, q4_0); recurrent layers add 2 * state_bytes (read and write)
+ * to the kv term whatever the context. TB_ERR_ARG on negative ctx, bad head
+ * options or a KV type that does not fit. */
+int tb_geometry_bytes_per_token(const tb_geometry_t *g, int32_t ctx, tb_type_t kv_type,
+                                const tb_head_opts_t *head, tb_bytes_per_token_t *out);
+/* FLOPs of the forward pass over a prompt of n_prompt tokens (batched
+ * prefill): 2 per multiply-add of every weight a token touches (active
+ * experts only, the embedding lookup excluded, the head included) plus the
+ * attention scores and weighted sums, 4 * n_head * head_dim per attended
+ * position per layer (sliding layers capped at n_swa, none on recurrent
+ * layers). */
+int tb_geometry_prefill_flops(const tb_geometry_t *g, int32_t n_prompt, double *flops);
+/* The geometry of a loaded model (its own tensor table); caller frees. */
+int tb_geometry_from_model(const tb_model_t *m, tb_geometry_t **out);
+/* The geometry of preset `name` with weight layout `weights` (NULL: the
+ * preset's default). TB_ERR_NOT_FOUND for an unknown preset, TB_ERR_ARG for
+ * an unknown layout. */
+int tb_geometry_preset(const char *name, const char *weights, tb_geometry_t **out);
+void tb_geometry_free(tb_geometry_t *g);
+/* NULL-terminated preset names; and each one's description with its sources. */
+const char *const *tb_geometry_presets(void);
+const char *tb_geometry_preset_source(const char *name);
+/* NULL-terminated weight layout names accepted by tb_geometry_preset. */
+const char *const *tb_geometry_layouts(void);
 const tb_tokenizer_t *tb_model_tokenizer(const tb_model_t *m);
 
 /* ===================================================================== */
@@ -549,116 +626,9 @@ typedef struct tb_head_stats {
 } tb_head_stats_t;
 void tb_session_get_head_stats(const tb_session_t *s, tb_head_stats_t *out);
 
-/* ---- where decode time goes (off by default) ----
- * With profiling on, every forward pass adds the wall time of each phase
- * (two clock reads per phase per layer) and the weight bytes its matrix
- * passes read: phase GB/s against the bandwidth probe says which part of a
- * token is below the roofline. Attention reads the KV cache (its bytes are
- * not counted here: see tb_model_bytes_per_token). Time outside the phases
- * (RoPE tables, routing, residual bookkeeping) is total_ns minus their sum. */
-typedef enum tb_phase {
-    TB_PHASE_EMBED = 0,   /* token embedding rows                          */
-    TB_PHASE_QKV,         /* attention norm + Q, K, V projections          */
-    TB_PHASE_ATTENTION,   /* RoPE, QK-norm, KV store, scores, softmax, sum  */
-    TB_PHASE_ATTN_OUT,    /* output projection + residual                  */
-    TB_PHASE_ROUTER,      /* FFN norm + MoE router (MoE only)              */
-    TB_PHASE_FFN_UP,      /* gate and up (dense, or the active experts')   */
-    TB_PHASE_FFN_DOWN,    /* SwiGLU + down (+ expert combine) + residual   */
-    TB_PHASE_OUTPUT,      /* final norm + output head                      */
-    TB_PHASE_COUNT
-} tb_phase_t;
-
-typedef struct tb_phase_stats {
-    uint64_t ns;          /* wall time on the calling thread               */
-    uint64_t bytes;       /* weight bytes the phase's matrix passes read   */
-    uint64_t calls;
-    /* Where the time of the phase's pool passes goes (every pass of a
-     * thread pool: a matrix pass, the decode attention, the MoE decode
-     * down pass), summed over passes in ns:
-     *   wake_ns      pass start until the last of its threads entered it;
-     *   prologue_ns  per thread, entry until its rows start (norm /
-     *                SwiGLU / quantization and the wait for all of it),
-     *                averaged over the pass's threads;
-     *   tail_ns      the first thread done with its rows until the pass
-     *                returned (imbalance and hand-back).
-     * What is left of ns / passes is the threads streaming their rows. */
-    uint64_t passes;
-    uint64_t wake_ns, prologue_ns, tail_ns;
-} tb_phase_stats_t;
-
-typedef struct tb_profile {
-    tb_phase_stats_t phase[TB_PHASE_COUNT];
-    uint64_t total_ns;    /* wall time of the forward passes               */
-    uint64_t tokens;      /* tokens they processed                         */
-} tb_profile_t;
-
-/* Turn per-phase profiling on or off; either way the counters restart. */
-void tb_session_set_profile(tb_session_t *s, bool on);
-/* The counters since the last tb_session_set_profile (zeros when off). */
-void tb_session_get_profile(const tb_session_t *s, tb_profile_t *out);
-/* "qkv", "attention", ... ; "?" for an unknown phase. */
-const char *tb_phase_name(tb_phase_t p);
-
-/* ---- the split decode's passes (off by default) ----
- * A decode step at 2 threads runs its split layers (see tb_model_info_t
- * split_layers) as a few passes per layer that both threads go through
- * in turn, each waiting before a pass only for the other to finish the
- * one before; the phase profile above turns that off so that its phases
- * can be timed apart. The split profile keeps it on and adds, per pass
- * (at most six clock reads per thread), where each thread's time goes:
- *   wait_ns      waiting for the other thread to finish the previous pass;
- *   prologue_ns  its prologue: the previous pass's outputs folded into x,
- *                RMSNorm and quantization of its own activation row
- *                (none in an experts pass);
- *   work_ns      the rest: its rows (Q/K/V and attention, gate and up,
- *                router, experts), its output slice and any rows of the
- *                other's it takes, and after a router pass thread 0's
- *                routing;
- *   skew_ns      |thread 1's end - thread 0's end|: what the one that
- *                finished first then waits at the next pass.
- * And work_ns in parts (work = rows + attn + out, plus a dense ffn
- * pass's SwiGLU between its rows and its output slice):
- *   rows_ns      its own rows: Q/K/V (attention), gate and up (ffn), its
- *                router rows (router), its experts whole (experts);
- *   attn_ns      attention passes only (0 in the others): the attention
- *                of its kv heads (scores, softmax, weighted sum over their
- *                K/V; arithmetic that streams no weights);
- *   out_ns       its output slice (its activation half quantized, its Wo
- *                or down rows) and any rows of the other slice it takes;
- *                after a router pass, thread 0's wait for the other's rows
- *                and its routing (0 in experts passes).
- * Passes: attention (A: Q/K/V, attention, Wo), ffn (dense: gate, up,
- * down), router (MoE: router rows, routing), experts (MoE: the selected
- * experts, each thread its half of the ranks). */
-typedef enum tb_split_pass {
-    TB_SPLIT_ATTN = 0,
-    TB_SPLIT_FFN,
-    TB_SPLIT_ROUTER,
-    TB_SPLIT_EXPERTS,
-    TB_SPLIT_PASS_COUNT
-} tb_split_pass_t;
-
-typedef struct tb_split_stats {
-    uint64_t passes;      /* passes of this kind run                       */
-    uint64_t wait_ns[2], prologue_ns[2], work_ns[2];   /* summed, per thread */
-    uint64_t skew_ns;     /* summed                                        */
-    uint64_t rows_ns[2], attn_ns[2], out_ns[2];        /* summed, per thread: parts of work_ns */
-} tb_split_stats_t;
-
-typedef struct tb_split_profile {
-    tb_split_stats_t pass[TB_SPLIT_PASS_COUNT];
-    uint64_t runs;        /* pool runs of consecutive split layers (one per
-                             decode step when every layer splits)       */
-} tb_split_profile_t;
-
-/* Turn split-pass profiling on or off; either way the counters restart.
- * It does not change what runs (a 1-thread session, or one whose layers do
- * not split, counts nothing). */
-void tb_session_set_split_profile(tb_session_t *s, bool on);
-/* The counters since the last tb_session_set_split_profile. */
-void tb_session_get_split_profile(const tb_session_t *s, tb_split_profile_t *out);
-/* "attention", "ffn", "router", "experts"; "?" for an unknown pass. */
-const char *tb_split_pass_name(tb_split_pass_t p);
+/* Profiling of decode (where a token's time goes, per phase and per split
+ * pass) is in ternbench_profile.h: an optimisation's instrument, not what a
+ * library user needs to run a model. */
 
 /* ===================================================================== */
 /* Approximate output head                                                */

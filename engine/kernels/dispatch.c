@@ -80,8 +80,8 @@ static void detect_x86(void) {
     unsigned a, b, c, d;
     if (tb_cpu.avx512 && __get_cpuid_count(7, 1, &a, &b, &c, &d))
         tb_cpu.avx512bf16 = (a >> 5) & 1;
-    /* The software prefetch distance (docs/engine-notes.md, "Software
-     * prefetch on Zen 5" and "... on Intel Xeon"), by the CPUs measured:
+    /* The software prefetch distance (docs/kernels.md, "Software
+     * prefetch"), by the CPUs measured:
      * - Zen 5 (AMD family 1Ah): 8 KB; the repacked matvecs from memory at
      *   1 thread, medians TQ1_0 29 -> 39 GB/s, Q4_K 27 -> 40, Q6_K 26 -> 40.
      * - Intel Xeon Sapphire and Emerald Rapids (family 6, models 8Fh and
@@ -94,7 +94,7 @@ static void detect_x86(void) {
     if (id.vendor == VENDOR_AMD && id.ext_family >= 0x1A) pf_default = 8192;
     if (id.vendor == VENDOR_INTEL && id.family == 6 && (id.ext_model == 0x8F || id.ext_model == 0xCF)) {
         pf_default = 4096;
-        pf_l2_default = true;   /* + L2 stage at 8 KB: decode 1.03-1.19x more (engine-notes, session 20) */
+        pf_l2_default = true;   /* + L2 stage at 8 KB: decode 1.03-1.19x more (docs/kernels.md) */
     }
 }
 #endif

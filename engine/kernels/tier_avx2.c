@@ -45,6 +45,24 @@ TB_X86_KERNELS(bf16, DOT_BF16)
 
 static uint64_t read_sum(const void *p, size_t n) { return read_sum_256(p, n); }
 
+#ifdef TB_SLOW_KERNEL
+/* Test-only (meson -Dslow_kernel=true): TQ2_0's matvec does ~17 % more
+ * work, a dependent chain over each output that changes no result, so that
+ * `ternbench count` can be shown to catch a slowed kernel. Never in a
+ * release build. */
+static void matvec_tq2_0_slow(const void *W, size_t w_stride, const void *a,
+                              float *y, int64_t r0, int64_t r1, int64_t n) {
+    matvec_tq2_0_256_rp(W, w_stride, a, y, r0, r1, n);
+    for (int64_t r = r0; r < r1; r++) {
+        volatile float acc = y[r];
+        for (int64_t i = 0; i < n / 256; i++) acc = acc * 1.0f;
+    }
+}
+#define TQ2_0_MATVEC matvec_tq2_0_slow
+#else
+#define TQ2_0_MATVEC matvec_tq2_0_256_rp
+#endif
+
 void tb_kernels_fill_avx2(tb_kernels_t *k) {
     k->features = "avx2,fma,f16c";
     TB_X86_SET(k, TB_TYPE_Q8_0, q8_0, NULL);
@@ -58,7 +76,7 @@ void tb_kernels_fill_avx2(tb_kernels_t *k) {
     k->t[TB_TYPE_Q4_0].repack = repack_q4_0;
     k->t[TB_TYPE_Q4_0].repack_rows = TB_Q4RP16H_ROWS;
     TB_X86_SET(k, TB_TYPE_TQ2_0, tq2_0, NULL);
-    k->t[TB_TYPE_TQ2_0].matvec = matvec_tq2_0_256_rp;
+    k->t[TB_TYPE_TQ2_0].matvec = TQ2_0_MATVEC;
     k->t[TB_TYPE_TQ2_0].gemm = gemm_tq2_0_256_rp;
     k->t[TB_TYPE_TQ2_0].repack = repack_tq2_0_16;
     k->t[TB_TYPE_TQ2_0].repack_rows = TB_TRP_ROWS;

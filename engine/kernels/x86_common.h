@@ -45,7 +45,7 @@
  * are read (n = 64 or 128 per chunk) instead of all at the block's start:
  * on an Intel Xeon core the burst held Q4_K's stream to 13.6-13.9 GB/s
  * against 15.4-15.7 spread, TQ1_0's (median) to 11.6-12.0 against
- * 12.6-12.8 (docs/engine-notes.md, session 20; Q6_K's 53 and TQ2_0's 17
+ * 12.6-12.8 (docs/kernels.md, "Software prefetch"; Q6_K's 53 and TQ2_0's 17
  * measured the same either way and keep their bursts). */
 TB_INLINE void tb_pf_block(const void *p, size_t n, uint32_t pf) {
     if (!pf) return;

@@ -50,7 +50,7 @@ TB_INLINE void q6k_codes_row(uint8_t *sc, uint8_t *t, size_t cw, int k, const bl
 /* ---------------------------------------------------------------------- */
 
 /* The codes and scales of one block of a group of 16 rows, 3328 bytes (52
- * lines), in the order the kernel reads them (one stream: on this VM a
+ * lines), in the order the kernel reads them (one stream: on a Zen 4 core a
  * block read as three interleaved streams, ql low, ql high and qh, ran at
  * half the speed from memory). Each 64-byte chunk has lane k (bytes
  * 4k..4k+3) = 4 consecutive bytes of that field of row k:

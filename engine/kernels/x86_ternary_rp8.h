@@ -1,8 +1,8 @@
 /*
  * x86_ternary_rp8.h — TQ2_0 and TQ1_0 x Q8_K on the AVX2 tier's load-time
  * repacked copy: 16 rows interleaved per block (lane = row), computed as
- * two 8-row halves of a YMM each (hence the name: a group was 8
- * rows before session 22); TQ1_0's trits are stored as TQ2_0's 2-bit
+ * two 8-row halves of a YMM each (the name is the 8-row half the
+ * kernels compute); TQ1_0's trits are stored as TQ2_0's 2-bit
  * codes (one kernel for both).
  *
  * Included by tier_avx2.c only, after x86_q4_0_rp.h (its q4rp8_store writes

@@ -347,8 +347,8 @@ static const tb_layer_t *layer_of(const tb_model_t *m, const tb_weight_t *x) {
  * all repacked to the same 64-byte multiple per matrix; else 1. A group
  * is placed as one region, expert by expert (gate_e, up_e, down_e,
  * gate_e+1, ...), so a decode step reads each selected expert as one
- * stream: a stream start measured ~1.2 us per 135 KB segment on this VM
- * (/tmp microbench), and an expert is three segments. */
+ * stream: a stream start measured ~1.2 us per 135 KB segment on a 2-vCPU
+ * AMD EPYC (Zen 4) KVM guest, and an expert is three segments. */
 static int expert_group(tb_model_t *m, tb_weight_t *const *w, const size_t *sz, const bool *rp, int i, int n) {
     if (i + 1 >= n || !rp[i] || !rp[i + 1] || sz[i] != sz[i + 1]) return 1;
     const tb_weight_t *g = w[i], *u = w[i + 1];
@@ -627,8 +627,8 @@ int32_t tb_model_n_vocab(const tb_model_t *m) { return m ? m->info.n_vocab : 0; 
 const tb_gguf_t *tb_model_gguf(const tb_model_t *m) { return m ? m->gguf : NULL; }
 const tb_tokenizer_t *tb_model_tokenizer(const tb_model_t *m) { return m ? m->tok : NULL; }
 
-/* See ternbench.h for the formula. The weights term counts every tensor of
- * the file except token_embd and output, expert stacks at n_used/n_expert. */
+/* See ternbench.h for the formula: the account is tb_geometry_bytes_per_token
+ * over the file's own tensor table (geometry.c). */
 int tb_model_bytes_per_token(const tb_model_t *m, int32_t ctx, tb_type_t kv_type,
                              tb_bytes_per_token_t *out) {
     if (!m || !out) return tb_err(TB_ERR_ARG, "tb_model_bytes_per_token: NULL argument");
@@ -636,27 +636,9 @@ int tb_model_bytes_per_token(const tb_model_t *m, int32_t ctx, tb_type_t kv_type
     if (kv_type != TB_TYPE_F32 && kv_type != TB_TYPE_F16)
         return tb_err(TB_ERR_ARG, "tb_model_bytes_per_token: KV type must be f32 or f16, got %s",
                       tb_type_name(kv_type));
-    const tb_model_info_t *in = &m->info;
-    memset(out, 0, sizeof *out);
-    int64_t n = tb_gguf_n_tensors(m->gguf);
-    for (int64_t i = 0; i < n; i++) {
-        tb_gguf_tensor_t t;
-        int rc = tb_gguf_tensor(m->gguf, i, &t);
-        if (rc != TB_OK) return rc;
-        if (name_is(t.name, "token_embd") || name_is(t.name, "output")) continue;
-        if (is_expert_tensor(t.name) && in->n_expert > 0)
-            out->weights += t.nbytes / (uint64_t)in->n_expert * (uint64_t)in->n_expert_used;
-        else
-            out->weights += t.nbytes;
-    }
-    out->embd_row = m->tok_embd.row_bytes;
-    out->output = m->output.mat_bytes;
-    const uint64_t kv_row = 2u * (uint64_t)in->n_head_kv * (uint64_t)in->head_dim *
-                            (kv_type == TB_TYPE_F16 ? 2u : 4u);
-    for (int32_t il = 0; il < in->n_layer; il++) {
-        int32_t depth = m->layers[il].sliding ? TB_MIN(ctx, in->n_swa) : ctx;
-        out->kv += kv_row * (uint64_t)depth;
-    }
-    out->total = out->weights + out->embd_row + out->output + out->kv;
-    return TB_OK;
+    tb_geometry_t *g;
+    int rc = tb_geometry_from_model(m, &g);
+    if (rc == TB_OK) rc = tb_geometry_bytes_per_token(g, ctx, kv_type, NULL, out);
+    tb_geometry_free(g);
+    return rc;
 }

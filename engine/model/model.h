@@ -119,7 +119,7 @@ void tb_op_softmax(float *x, int n, float scale);
  * tb_rms_finish's fixed tree. The same value on every thread and tier
  * (the AVX-512 twin keeps the order: 4 independent 8-lane chains, where 8
  * partial sums were one chain of n / 8 dependent adds, 0.65 us of every
- * 2048-wide prologue on this VM). */
+ * 2048-wide prologue on a Zen 4 core). */
 #define TB_RMS_SUMS 32
 float tb_op_rms_inv(const float *x, int64_t n, float eps);
 static inline float tb_rms_finish(const double *ss, int64_t n, float eps) {

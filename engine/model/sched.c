@@ -7,7 +7,7 @@
  * its own range in order, exactly as a static split would. A thread whose
  * range is empty claims chunks from the back of the range with the most
  * units left. So a thread that starts late (its worker was asleep) or
- * streams slower (the VM gave its core less bandwidth) costs the pass
+ * streams slower (a hypervisor gave its core less bandwidth) costs the pass
  * about one chunk of imbalance instead of the difference of the halves.
  *
  * A range is one 64-bit word, front << 32 | back, alone on its owner's

@@ -21,6 +21,7 @@
 #include "model/model.h"
 #include "model/head.h"
 #include "quant/quant.h"
+#include "ternbench_profile.h"
 
 typedef struct tb_kv_layer {
     void *k;                         /* (n_head_kv, ceil(cap / TB_KV_TILE),

@@ -19,9 +19,10 @@
  * chain runs at full speed on a core whose SIMD pipes another hardware
  * thread (a host's SMT sibling, running another tenant's vector code)
  * takes half of, and the kernels, whose decode and prefill are vector
- * arithmetic, do not: this project's Zen 4 VM has run for seconds at a
- * time with its vector throughput at 35-60 % while the add chain read its
- * usual 2.8 GHz (a /tmp monitor, ~9 ms samples of each, session 24). So
+ * arithmetic, do not: a 2-vCPU AMD EPYC (Zen 4) KVM guest has run for
+ * seconds at a time with its vector throughput at 35-60 % while the add
+ * chain read its usual 2.8 GHz (~9 ms samples of each; docs/method.md,
+ * "Vector units shared"). So
  * each thread times VCHAINS independent chains of 16-byte integer
  * multiply-adds (GCC vector extensions: SSE2 pmullw/paddw on x86-64, NEON
  * mul/add on aarch64; enough chains to cover the multiply's latency, so

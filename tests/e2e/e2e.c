@@ -18,6 +18,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/capability.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -152,6 +154,14 @@ pid_t e2e_spawn(e2e_opt_t opt, const char *const *args) {
             signal(SIGXFSZ, SIG_IGN);   /* inherited across exec: writes fail with EFBIG */
             struct rlimit rl = {.rlim_cur = (rlim_t)opt.fsize, .rlim_max = (rlim_t)opt.fsize};
             if (setrlimit(RLIMIT_FSIZE, &rl) != 0) _exit(126);
+        }
+        if (opt.no_dac && geteuid() == 0) {   /* a non-root child is bound by permissions anyway */
+            static const int caps[] = {CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH, CAP_FOWNER};
+            for (size_t i = 0; i < sizeof caps / sizeof caps[0]; i++)
+                if (prctl(PR_CAPBSET_DROP, caps[i], 0, 0, 0) != 0) {
+                    fprintf(stderr, "e2e: cannot drop capability %d: %s\n", caps[i], strerror(errno));
+                    _exit(126);
+                }
         }
         execv(e2e_bin, (char *const *)argv);
         _exit(127);

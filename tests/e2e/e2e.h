@@ -34,11 +34,15 @@ typedef struct e2e_opt {
     int64_t fsize;
     int full_stdout;   /* with fsize: stdout is a file already fsize bytes long
                         * (O_APPEND), so every write to it fails */
+    int no_dac;        /* permissions bind even as root: the child loses
+                        * CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH and CAP_FOWNER
+                        * (bounding set, before exec) */
 } e2e_opt_t;
 
 #define E2E_NO_LIMIT ((e2e_opt_t){.fsize = -1})
 #define E2E_FSIZE(n) ((e2e_opt_t){.fsize = (int64_t)(n)})
 #define E2E_FULL_STDOUT(n) ((e2e_opt_t){.fsize = (int64_t)(n), .full_stdout = 1})
+#define E2E_NO_DAC ((e2e_opt_t){.fsize = -1, .no_dac = 1})
 
 /* Create the temporary directory and read argv[1]; 0 on success. */
 int  e2e_init(int argc, char **argv, const char *tag);

@@ -7,7 +7,13 @@
  *     every command that loads a model and as a scenario's model: the
  *     message names the file (and the byte offset when the bytes are at
  *     fault), the exit status is non-zero, no signal, no sanitizer report;
- *   - wrong command-line types and values: usage error, exit 2.
+ *   - wrong command-line types and values: usage error, exit 2;
+ *   - endless or oversized inputs (/dev/zero, a FIFO, a file over the cap)
+ *     as a scenario, prompt or text file: refused at once, exit 2;
+ *   - a test that cannot run ([engine] ctx too small): its reason on stderr
+ *     even with -q, a summary row, and `scenario check` flags it;
+ *   - empty numeric values (never read as 0) and unknown options (named,
+ *     then the usage), exit 2.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -20,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 /* ===================================================================== */
 /* Fixtures: a tiny model, a database with one complete run               */
@@ -81,6 +88,9 @@ static const struct {
     {"syntax.ini", "[model]\npath = m.gguf\nno equals sign\n[decode]\n", 3, "expected"},
     {"duplicate.ini", "[model]\npath = m.gguf\n[decode]\ntokens = 1\ntokens = 2\n", 5, "duplicate"},
     {"no-tests.ini", "[model]\npath = m.gguf\n", 0, "test section"},
+    /* a list item longer than 63 characters is read whole */
+    {"long-item.ini", "[model]\npath = m.gguf\n[prefill]\nprompt_tokens = 8"
+     "                                                                      garbage\n", 4, "garbage"},
     /* a byte order mark does not shift the section tracking */
     {"bom.ini", "\xEF\xBB\xBF[model]\npath = m.gguf\nbogus = 1\n[decode]\n", 3, "unknown key"},
 };
@@ -288,7 +298,7 @@ static void test_usage_errors(void **state) {
         {"byte 1", "run", "good.ini", "--db", "base.db", "--tag", "a b=c", NULL},
         {"byte 6", "run", "good.ini", "--db", "base.db", "--tag", "note=x\ny", NULL},
         {"--out", "report", "--db", "base.db", NULL},
-        {"unknown argument '--bogus'", "report", "--db", "base.db", "--out", "r", "--bogus", NULL},
+        {"unknown option '--bogus'", "report", "--db", "base.db", "--out", "r", "--bogus", NULL},
         {"--db needs a value", "report", "--out", "r", "--db", NULL},
         {"usage", "scenario", "bogus", NULL},
         {"--bogus", "list", "--db", "base.db", "--bogus", NULL},
@@ -319,12 +329,237 @@ static void test_usage_errors(void **state) {
     free(before);
 }
 
+/* ===================================================================== */
+/* Endless and oversized inputs                                           */
+/* ===================================================================== */
+
+/* A device, a FIFO nobody writes to, or a file over the cap where a
+ * scenario, prompt or text file is expected: refused at once (never read
+ * into memory, never waited on), exit 2, the file named. */
+static void test_endless_inputs(void **state) {
+    (void)state;
+    char p[512];
+    e2e_path(p, sizeof p, "in-fifo");
+    assert_int_equal(mkfifo(p, 0644), 0);
+    e2e_write("zero-prompt.ini", "[model]\npath = m.gguf\n[generate]\nprompt_file = /dev/zero\n", (size_t)-1);
+    e2e_write("fifo-prompt.ini", "[model]\npath = m.gguf\n[ttft]\nprompt_file = in-fifo\n", (size_t)-1);
+    e2e_write("big-prompt.ini", "[model]\npath = m.gguf\n[generate]\nprompt_file = big.txt\n", (size_t)-1);
+    e2e_write("zero-vocab.ini", "[model]\nsynth = llama-tiny\nvocab_from = /dev/zero\n[decode]\n", (size_t)-1);
+    /* sparse files: their size is over the cap, no disk is used */
+    e2e_path(p, sizeof p, "big.txt");
+    FILE *f = fopen(p, "w");
+    assert_non_null(f);
+    assert_int_equal(ftruncate(fileno(f), (off_t)40 << 20), 0);
+    fclose(f);
+    e2e_path(p, sizeof p, "big.ini");
+    f = fopen(p, "w");
+    assert_non_null(f);
+    fputs("[model]\npath = m.gguf\n[decode]\n", f);
+    assert_int_equal(ftruncate(fileno(f), (off_t)5 << 20), 0);
+    fclose(f);
+    static const char *const cases[][8] = {
+        /* what the message must name first */
+        {"/dev/zero", "scenario", "check", "/dev/zero", NULL},
+        {"/dev/zero", "scenario", "explain", "/dev/zero", NULL},
+        {"/dev/zero", "run", "/dev/zero", "--db", "base.db", "-q", NULL},
+        {"in-fifo", "scenario", "check", "in-fifo", NULL},
+        {"in-fifo", "run", "in-fifo", "--db", "base.db", "-q", NULL},
+        {"zero-prompt.ini:4: ", "scenario", "check", "zero-prompt.ini", NULL},
+        {"zero-prompt.ini:4: ", "run", "zero-prompt.ini", "--db", "base.db", "-q", NULL},
+        {"fifo-prompt.ini:4: ", "scenario", "check", "fifo-prompt.ini", NULL},
+        {"fifo-prompt.ini:4: ", "run", "fifo-prompt.ini", "--db", "base.db", "-q", NULL},
+        {"big-prompt.ini:4: ", "scenario", "check", "big-prompt.ini", NULL},
+        {"zero-vocab.ini:3: ", "scenario", "check", "zero-vocab.ini", NULL},
+        {"big.ini", "scenario", "check", "big.ini", NULL},
+        {"/dev/zero", "tokenize", "-m", "m.gguf", "--file", "/dev/zero", NULL},
+        {"in-fifo", "tokenize", "-m", "m.gguf", "--file", "in-fifo", NULL},
+        {"big.txt", "tokenize", "-m", "m.gguf", "--file", "big.txt", NULL},
+    };
+    char *before = e2e_db_counts(db_path);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char what[256];
+        snprintf(what, sizeof what, "%s %s %s", cases[i][1], cases[i][2], cases[i][3]);
+        e2e_res_t r;
+        e2e_run(E2E_NO_LIMIT, &cases[i][1], &r);
+        e2e_assert_clean(&r, what);
+        if (r.status != 2) fail_msg("%s: exit %d, expected 2; stderr:\n%s", what, r.status, r.err);
+        e2e_assert_err_has(&r, what, cases[i][0], NULL);
+        if (!strstr(r.err, "not a regular file") && !strstr(r.err, "over the limit"))
+            fail_msg("%s: the message does not say why:\n%s", what, r.err);
+        e2e_res_free(&r);
+    }
+    char *after = e2e_db_counts(db_path);
+    assert_string_equal(before, after);
+    free(after);
+    free(before);
+}
+
+/* ===================================================================== */
+/* Empty numbers and unknown options                                      */
+/* ===================================================================== */
+
+/* An empty numeric value is refused, never read as 0: exit 2, the option
+ * named, nothing run. */
+static void test_empty_numbers(void **state) {
+    (void)state;
+    static const char *const cases[][12] = {
+        /* the option the message must name comes first */
+        {"-p", "bench", "-m", "m.gguf", "-p", "", "-n", "1", "-r", "1", NULL},
+        {"-n", "bench", "-m", "m.gguf", "-p", "1", "-n", "", "-r", "1", NULL},
+        {"-t", "bench", "-m", "m.gguf", "-t", "", NULL},
+        {"-r", "bench", "-m", "m.gguf", "-r", "", NULL},
+        {"--ctx", "bench", "-m", "m.gguf", "--ctx", "", NULL},
+        {"-t", "bandwidth", "-t", "", NULL},
+        {"-r", "bandwidth", "-r", "", NULL},
+        {"-t", "kernels", "-t", "", NULL},
+        {"--window", "kernels", "--ceiling", "--window", "", NULL},
+        {"--last", "list", "--db", "base.db", "--last", "", NULL},
+        {"-n", "generate", "-m", "m.gguf", "-n", "", NULL},
+        {"--seed", "model", "synth", "--preset", "llama-tiny", "--out", "x.gguf", "--seed", "", NULL},
+        {"token id", "detokenize", "-m", "m.gguf", "", NULL},
+        {"-t", "bench", "-m", "m.gguf", "-t", " 1", NULL},   /* blanks are not digits */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char what[256] = "";
+        for (int j = 1; cases[i][j]; j++) {
+            strncat(what, *cases[i][j] ? cases[i][j] : "''", sizeof what - strlen(what) - 2);
+            strcat(what, " ");
+        }
+        e2e_res_t r;
+        e2e_run(E2E_NO_LIMIT, &cases[i][1], &r);
+        e2e_assert_clean(&r, what);
+        if (r.status != 2) fail_msg("%s: exit %d, expected 2; stdout:\n%.1000s\nstderr:\n%s", what, r.status, r.out, r.err);
+        e2e_assert_err_has(&r, what, cases[i][0], NULL);
+        if (strstr(r.out, "pp") || strstr(r.out, "tg")) fail_msg("%s: a benchmark ran:\n%s", what, r.out);
+        e2e_res_free(&r);
+    }
+    assert_int_equal(e2e_size("x.gguf"), -1);
+    /* empty numbers in a scenario: FILE:LINE: and exit 2 */
+    static const struct { const char *text; int line; } inis[] = {
+        {"[model]\npath = m.gguf\n[decode]\ntokens =\n", 4},
+        {"[model]\npath = m.gguf\n[decode]\ndepths = 0, , 4\n", 4},
+        {"[model]\npath = m.gguf\n[protocol]\ncooldown =\n[decode]\n", 4},
+        {"[model]\npath = m.gguf\n[protocol]\nthrottle_pct =\n[decode]\n", 4},
+        {"[model]\npath = m.gguf\n[generate]\ntemp =\n", 4},
+    };
+    for (size_t i = 0; i < sizeof inis / sizeof inis[0]; i++) {
+        e2e_write("empty-num.ini", inis[i].text, (size_t)-1);
+        char prefix[64];
+        snprintf(prefix, sizeof prefix, "empty-num.ini:%d: ", inis[i].line);
+        e2e_res_t r;
+        E2E_RUN(&r, E2E_NO_LIMIT, "scenario", "check", "empty-num.ini");
+        e2e_assert_clean(&r, inis[i].text);
+        if (r.status != 2 || strncmp(r.err, prefix, strlen(prefix)) != 0)
+            fail_msg("%s: exit %d, expected 2 and \"%s\"; stderr:\n%s", inis[i].text, r.status, prefix, r.err);
+        e2e_res_free(&r);
+    }
+}
+
+/* Every command names an option it does not know, then prints its usage,
+ * exit 2 (bench's own parser is checked in test_e2e_bench.c). */
+static void test_unknown_options(void **state) {
+    (void)state;
+    static const char *const cases[][10] = {
+        {"bandwidth", NULL},
+        {"kernels", NULL},
+        {"bench", "-m", "m.gguf", NULL},
+        {"metrics", NULL},
+        {"compare", "--base", "1", "--cand", "2", NULL},
+        {"ab", "--base", "x", "--cand", "y", NULL},
+        {"count", NULL},
+        {"list", "--db", "base.db", NULL},
+        {"show", "1", "--db", "base.db", NULL},
+        {"export", "--db", "base.db", NULL},
+        {"run", "good.ini", "--db", "base.db", "-q", NULL},
+        {"scenario", "check", "good.ini", NULL},
+        {"scenario", "explain", "good.ini", NULL},
+        {"scenario", "normalize", "good.ini", NULL},
+        {"generate", "-m", "m.gguf", NULL},
+        {"tokenize", "-m", "m.gguf", "--text", "hi", NULL},
+        {"detokenize", "-m", "m.gguf", "1", NULL},
+        {"model", "info", "m.gguf", NULL},
+        {"report", "--db", "base.db", "--out", "rep-unknown", NULL},
+    };
+    char *before = e2e_db_counts(db_path);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const char *args[12];
+        int n = 0;
+        for (; cases[i][n]; n++) args[n] = cases[i][n];
+        args[n++] = "--frobnicate";
+        args[n] = NULL;
+        char what[128];
+        snprintf(what, sizeof what, "%s %s --frobnicate", cases[i][0], cases[i][1] ? cases[i][1] : "");
+        e2e_res_t r;
+        e2e_run(E2E_NO_LIMIT, args, &r);
+        e2e_assert_clean(&r, what);
+        if (r.status != 2) fail_msg("%s: exit %d, expected 2; stderr:\n%s", what, r.status, r.err);
+        const char *named = strstr(r.err, "unknown option '--frobnicate'");
+        if (!named) fail_msg("%s: the option is not named:\n%s", what, r.err);
+        if (!strstr(named, "usage")) fail_msg("%s: no usage after the message:\n%s", what, r.err);
+        e2e_res_free(&r);
+    }
+    /* an unknown subcommand of scenario is named too */
+    e2e_res_t r;
+    E2E_RUN(&r, E2E_NO_LIMIT, "scenario", "frobnicate", "good.ini");
+    assert_int_equal(r.status, 2);
+    e2e_assert_err_has(&r, "scenario frobnicate", "unknown subcommand 'frobnicate'", "usage", NULL);
+    e2e_res_free(&r);
+    char *after = e2e_db_counts(db_path);
+    assert_string_equal(before, after);
+    free(after);
+    free(before);
+}
+
+/* ===================================================================== */
+/* Tests that cannot run                                                  */
+/* ===================================================================== */
+
+static const char *CTX_INI =
+    "[model]\npath = m.gguf\n"
+    "[engine]\nthreads = 1\nctx = 24\n"
+    "[protocol]\nwarmup = 0\nrepetitions = 1\nbandwidth_probe = 0\nthrottle_check = false\n"
+    "[decode]\ntokens = 4\ndepths = 0, 32\n"      /* line 13: tg4@d32 needs 37 */
+    "[prefill.big]\nprompt_tokens = 16, 64\n";   /* line 15: pp64 needs 64 */
+
+/* A test that fails before its repetitions: its reason reaches stderr even
+ * with -q, and it has a row in the summary table; `scenario check` flags
+ * it with FILE:LINE: without running anything. */
+static void test_cannot_run(void **state) {
+    (void)state;
+    e2e_write("ctx.ini", CTX_INI, (size_t)-1);
+    e2e_res_t r;
+    E2E_RUN(&r, E2E_NO_LIMIT, "run", "ctx.ini", "--db", "ctx.db", "-q");
+    e2e_assert_clean(&r, "run -q ctx.ini");
+    if (r.status != 1) fail_msg("run -q ctx.ini: exit %d, expected 1; stderr:\n%s", r.status, r.err);
+    e2e_assert_err_has(&r, "run -q ctx.ini", "tg4@d32", "needs 37 context positions", "pp64",
+                       "needs 64 context positions", NULL);
+    const char *rows[] = {"| tg4@d32 | decode_tok_per_s | failed |", "| big pp64 | prefill_tok_per_s | failed |",
+                          "| tg4@d0 |", "| big pp16 |"};
+    for (size_t i = 0; i < 4; i++)
+        if (!strstr(r.out, rows[i])) fail_msg("run -q ctx.ini: no summary row \"%s\":\n%s", rows[i], r.out);
+    e2e_res_free(&r);
+    E2E_RUN(&r, E2E_NO_LIMIT, "scenario", "check", "ctx.ini");
+    e2e_assert_clean(&r, "scenario check ctx.ini");
+    if (r.status != 2) fail_msg("scenario check ctx.ini: exit %d, expected 2; stderr:\n%s", r.status, r.err);
+    e2e_assert_err_has(&r, "scenario check ctx.ini", "ctx.ini:13: [decode] tg4@d32 needs 37",
+                       "ctx.ini:15: [prefill.big] pp64 needs 64", "[engine] ctx is 24 (line 5)", NULL);
+    if (strstr(r.err, "pp16") || strstr(r.err, "d0 ")) fail_msg("a test that can run is flagged:\n%s", r.err);
+    e2e_res_free(&r);
+    E2E_RUN(&r, E2E_NO_LIMIT, "scenario", "check", "good.ini");
+    assert_int_equal(r.status, 0);
+    e2e_res_free(&r);
+}
+
 int main(int argc, char **argv) {
     if (e2e_init(argc, argv, "input") != 0) return 1;
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_bad_scenarios),
         cmocka_unit_test(test_hostile_models),
         cmocka_unit_test(test_usage_errors),
+        cmocka_unit_test(test_endless_inputs),
+        cmocka_unit_test(test_empty_numbers),
+        cmocka_unit_test(test_unknown_options),
+        cmocka_unit_test(test_cannot_run),
     };
     int failed = cmocka_run_group_tests(tests, group_setup, NULL);
     e2e_cleanup();

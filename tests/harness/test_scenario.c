@@ -75,7 +75,7 @@ static void test_errors(void **state) {
     expect_error("[model]\nsynth = maple-huge\n[decode]\n", 2, "unknown preset \"maple-huge\"");
     expect_error("[model]\npath = m.gguf\nseed = 3\n[decode]\n", 3, "seed only applies with synth");
     expect_error("[model]\nsynth = maple-tiny\ntype = q3_k\n[decode]\n", 3, "unknown weight type \"q3_k\"");
-    expect_error(MODEL "[generate]\nprompt_file = nope.txt\n", 4, "[generate] prompt_file: cannot read");
+    expect_error(MODEL "[generate]\nprompt_file = nope.txt\n", 4, "nope.txt: cannot read prompt file");
     expect_error(MODEL "[ttft]\nprompt_tokens = 0\n", 4, "0 (the whole prompt file) needs prompt_file");
     expect_error(MODEL "[protocol]\nwarmup = 0\n", 4, "no test sections");
     expect_error(MODEL "[protocol]\nrecord_tokens = maybe\n[decode]\n", 4, "expected true or false, got \"maybe\"");
@@ -94,6 +94,34 @@ static void test_errors(void **state) {
     char longline[400];
     snprintf(longline, sizeof longline, MODEL "[decode]\n; %0300d\n", 0);
     expect_error(longline, 4, "line too long");
+}
+
+/* List items and type names longer than any fixed buffer are read whole:
+ * a tail after 63 characters is not dropped, a long run of leading zeros
+ * keeps its value, and control bytes quoted from the file are escaped. */
+static void test_long_items(void **state) {
+    (void)state;
+    char text[1024], pad[80], zeros[80];
+    memset(pad, ' ', 70);
+    pad[70] = '\0';
+    memset(zeros, '0', 70);
+    zeros[70] = '\0';
+    snprintf(text, sizeof text, MODEL "[prefill]\nprompt_tokens = 8%sgarbage\n", pad);
+    expect_error(text, 4, "garbage");
+    snprintf(text, sizeof text, MODEL "[decode]\ndepths = 0, 4%sx\n", pad);
+    expect_error(text, 4, "item 2");
+    snprintf(text, sizeof text, MODEL "[decode]\ndepths = %s99999999999\n", zeros);
+    expect_error(text, 4, "99999999999 out of range");
+    snprintf(text, sizeof text, MODEL "type = q8_0%sgarbage\n[decode]\n", pad);
+    expect_error(text, 3, "garbage");
+    tb_plan_t p;
+    snprintf(text, sizeof text, MODEL "[prefill]\nprompt_tokens = %s8, %s16\n", zeros, zeros);
+    if (parse(text, &p) != TB_OK) fail_msg("%s", tb_last_error());
+    assert_int_equal(p.tests[0].v[K_PREFILL_PROMPT_TOKENS].n_list, 2);
+    assert_int_equal(p.tests[0].v[K_PREFILL_PROMPT_TOKENS].list[0], 8);
+    assert_int_equal(p.tests[0].v[K_PREFILL_PROMPT_TOKENS].list[1], 16);
+    tb_plan_free(&p);
+    expect_error(MODEL "[decode]\ntokens = 4\x1b[31m\n", 4, "4\\x1b[31m");
 }
 
 static void test_values_and_defaults(void **state) {
@@ -263,6 +291,7 @@ static void test_shipped_scenarios(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_long_items),
         cmocka_unit_test(test_values_and_defaults),
         cmocka_unit_test(test_explain),
         cmocka_unit_test(test_readme_matches_keys),

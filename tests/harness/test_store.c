@@ -10,6 +10,7 @@
 #include <cmocka.h>
 
 #include <sqlite3.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -100,41 +101,41 @@ static int64_t start_run(tb_store_t *s) { return start_run_bw(s, -1); }
 
 /* ===================================================================== */
 
-/* A run's roofline is max(probe before, probe after): at run end every
- * roofline_pct (and roofline_pct:<part>) of that run, stored against the
- * probe before, is rescaled when the probe after read higher; nothing else
- * (other metrics, other runs, runs whose after-probe is lower) changes. */
-static void test_roofline_rescale(void **state) {
+/* Test parameters are typed rows (test_params) and tests.params is their
+ * JSON object, built by SQLite (quotes and backslashes escaped); a
+ * repetition's roofline_pct, bracketed by its own probes, is final: the
+ * run's end probe rescales nothing. */
+static void test_params_typed(void **state) {
     (void)state;
     char path[512];
-    tpath(path, sizeof path, "roofline.db");
+    tpath(path, sizeof path, "params.db");
     tb_store_t *s;
     if (tb_store_open(path, &s, NULL)) fail_msg("%s", tb_last_error());
     sqlite3 *db = tb_store_db(s);
-    int64_t up = start_run_bw(s, 20.0), down = start_run_bw(s, 20.0), t_up, t_down;
-    assert_int_equal(tb_store_test_begin(s, up, "decode", "decode", "tg8@d0", "{}", &t_up), TB_OK);
-    assert_int_equal(tb_store_test_begin(s, down, "decode", "decode", "tg8@d0", "{}", &t_down), TB_OK);
-    int64_t tid[2] = {t_up, t_down};
-    for (int i = 0; i < 2; i++) {
-        assert_int_equal(tb_store_add_measurement(s, tid[i], 0, "roofline_pct", 80.0, "%"), TB_OK);
-        assert_int_equal(tb_store_add_measurement(s, tid[i], 0, "roofline_pct:weights", 50.0, "%"), TB_OK);
-        assert_int_equal(tb_store_add_measurement(s, tid[i], 0, "achieved_gbps", 16.0, "GB/s"), TB_OK);
-        assert_int_equal(tb_store_test_end(s, tid[i], "complete", "nominal", NULL), TB_OK);
-    }
-    assert_int_equal(tb_store_run_end(s, up, "complete", NULL, 25.0), TB_OK);     /* 20 -> 25: x 0.8 */
-    assert_int_equal(tb_store_run_end(s, down, "complete", NULL, 15.0), TB_OK);   /* lower: unchanged */
+    int64_t rid = start_run_bw(s, 20.0), tid;
+    const tb_param_t p[] = {
+        {.key = "depth", .type = TB_PARAM_INT, .i = 4096},
+        {.key = "temp", .type = TB_PARAM_REAL, .f = 0.75},
+        {.key = "on_full", .type = TB_PARAM_TEXT, .s = "sl\"ide\\"},
+    };
+    assert_int_equal(tb_store_test_begin(s, rid, "decode", "decode", "tg8@d4096", p, 3, &tid), TB_OK);
+    assert_int_equal(tb_store_add_measurement(s, tid, 0, "roofline_pct", 80.0, "%"), TB_OK);
+    assert_int_equal(tb_store_test_end(s, tid, "complete", "nominal", NULL, 2.5), TB_OK);
+    assert_int_equal(tb_store_run_end(s, rid, "complete", NULL, 25.0), TB_OK);
     char sql[256];
-    snprintf(sql, sizeof sql, "SELECT round(value, 6) * 1000000 FROM measurements WHERE test_id = %lld"
-             " AND metric = 'roofline_pct'", (long long)t_up);
-    assert_int_equal(q_int(db, sql), 64000000);
-    snprintf(sql, sizeof sql, "SELECT round(value, 6) * 1000000 FROM measurements WHERE test_id = %lld"
-             " AND metric = 'roofline_pct:weights'", (long long)t_up);
-    assert_int_equal(q_int(db, sql), 40000000);
-    snprintf(sql, sizeof sql, "SELECT value = 16.0 FROM measurements WHERE test_id = %lld"
-             " AND metric = 'achieved_gbps'", (long long)t_up);
+    snprintf(sql, sizeof sql, "SELECT count(*) FROM test_params WHERE test_id = %lld AND ("
+             "(key = 'depth' AND typeof(value) = 'integer' AND value = 4096) OR"
+             "(key = 'temp' AND typeof(value) = 'real' AND value = 0.75) OR"
+             "(key = 'on_full' AND typeof(value) = 'text' AND value = 'sl\"ide\\'))", (long long)tid);
+    assert_int_equal(q_int(db, sql), 3);
+    snprintf(sql, sizeof sql, "SELECT json_valid(params) AND json_extract(params, '$.depth') = 4096 AND"
+             " json_extract(params, '$.on_full') = 'sl\"ide\\' FROM tests WHERE id = %lld", (long long)tid);
     assert_int_equal(q_int(db, sql), 1);
-    snprintf(sql, sizeof sql, "SELECT sum(value) FROM measurements WHERE test_id = %lld", (long long)t_down);
-    assert_int_equal(q_int(db, sql), 146);
+    snprintf(sql, sizeof sql, "SELECT value = 80.0 FROM measurements WHERE test_id = %lld"
+             " AND metric = 'roofline_pct'", (long long)tid);
+    assert_int_equal(q_int(db, sql), 1);
+    snprintf(sql, sizeof sql, "SELECT ref_slowdown_pct = 2.5 FROM tests WHERE id = %lld", (long long)tid);
+    assert_int_equal(q_int(db, sql), 1);
     tb_store_close(s);
 }
 
@@ -163,18 +164,18 @@ static void test_create(void **state) {
 
     /* a run, a test, one repetition in a transaction, a rolled-back one */
     int64_t rid = start_run(s), tid;
-    assert_int_equal(tb_store_test_begin(s, rid, "decode", "decode", "tg8@d0", "{}", &tid), TB_OK);
+    assert_int_equal(tb_store_test_begin(s, rid, "decode", "decode", "tg8@d0", NULL, 0, &tid), TB_OK);
     assert_int_equal(tb_store_tx_begin(s), TB_OK);
     assert_int_equal(tb_store_add_measurement(s, tid, 0, "decode_tok_per_s", 12.5, "tok/s"), TB_OK);
-    assert_int_equal(tb_store_add_token(s, tid, 0, 0, "decode", 1000, 7, "hi", 2), TB_OK);
-    assert_int_equal(tb_store_add_window(s, tid, 0, 0, 8, 0, 1000, 8e6, 8), TB_OK);
+    assert_int_equal(tb_store_add_token(s, tid, 0, 0, "decode", 1000, 900, 7, "hi", 2), TB_OK);
+    assert_int_equal(tb_store_add_window(s, tid, 0, 0, 8, 0, 1000, 8e6, 8, 0, 0), TB_OK);
     assert_int_equal(tb_store_add_sensor(s, rid, tid, 5, "ref_workload", 1.5, "ms"), TB_OK);
     assert_int_equal(tb_store_tx_commit(s), TB_OK);
     assert_int_equal(tb_store_tx_begin(s), TB_OK);
     assert_int_equal(tb_store_add_measurement(s, tid, 1, "decode_tok_per_s", 13.5, "tok/s"), TB_OK);
     tb_store_tx_rollback(s);
     assert_int_equal(tb_store_add_absent(s, rid, "rapl", "no rapl"), TB_OK);
-    assert_int_equal(tb_store_test_end(s, tid, "complete", "nominal", NULL), TB_OK);
+    assert_int_equal(tb_store_test_end(s, tid, "complete", "nominal", NULL, NAN), TB_OK);
     assert_int_equal(tb_store_run_end(s, rid, "complete", NULL, 12.0), TB_OK);
     assert_int_equal(q_int(db, "SELECT count(*) FROM measurements"), 1);
     assert_int_equal(q_int(db, "SELECT count(*) FROM token_events WHERE text = CAST('hi' AS BLOB)"), 1);
@@ -221,8 +222,16 @@ static void test_migrate_from_v1(void **state) {
         "INSERT INTO models VALUES (1,'mh','/m.gguf','m','maple','tq2_0','tq2_0:1',10,10,5,1,8,16,0,0,NULL,NULL,'2026-01-01T00:00:00Z');"
         "INSERT INTO scenarios VALUES (1,'sh','quick','quick.ini','[model]');"
         "INSERT INTO runs VALUES (1,'u1','2026-01-01T00:00:00Z','2026-01-01T00:01:00Z','complete',1,1,1,1,1,2,'avx2','f16',10.0,11.0,NULL);"
-        "INSERT INTO tests VALUES (1,1,'decode','decode','tg8@d0','{}','complete','nominal',NULL);"
+        "INSERT INTO tests VALUES (1,1,'decode','decode','tg8@d0','{\"depth\":0,\"temp\":0.5,\"kv_type\":\"f16\","
+        "\"record_tokens\":true}','complete','nominal',NULL);"
         "INSERT INTO measurements VALUES (1,1,0,'decode_tok_per_s',42.0,'tok/s');"
+        "INSERT INTO measurements VALUES (2,1,1,'decode_tok_per_s',44.0,'tok/s');"
+        "INSERT INTO measurements VALUES (3,1,0,'cpu_ghz_min',2.5,'GHz');"
+        "INSERT INTO measurements VALUES (4,1,-1,'decode_tok_per_s',43.0,'tok/s');"
+        "INSERT INTO measurements VALUES (5,1,-1,'decode_tok_per_s:stddev',1.4,'tok/s');"
+        "INSERT INTO measurements VALUES (6,1,-1,'repetitions',2,'count');"
+        "INSERT INTO measurements VALUES (7,1,-1,'ref_slowdown_pct',-3.5,'%');"
+        "INSERT INTO measurements VALUES (8,1,-1,'vendor_metric',7.0,'x');"
         "INSERT INTO token_events VALUES (1,0,0,'decode',5,3,X'6869');";
     if (sqlite3_exec(db, rows, NULL, NULL, &err) != SQLITE_OK) fail_msg("%s", err);
     sqlite3_close(db);
@@ -238,6 +247,20 @@ static void test_migrate_from_v1(void **state) {
     assert_int_equal(q_int(db, "SELECT record_tokens FROM runs WHERE id = 1"), 1);
     assert_int_equal(q_int(db, "SELECT bytes_per_token IS NULL FROM models WHERE id = 1"), 1);
     assert_int_equal(q_int(db, "SELECT count(*) FROM windows"), 0);
+    /* version 3: typed parameters from the JSON; derivable summaries gone, the slowdown a
+     * column of its test, the after-repetition clock renamed; a summary with nothing to
+     * derive it from kept */
+    assert_int_equal(q_int(db, "SELECT count(*) FROM test_params WHERE test_id = 1"), 4);
+    assert_int_equal(q_int(db, "SELECT typeof(value) = 'integer' AND value = 0 FROM test_params WHERE key = 'depth'"), 1);
+    assert_int_equal(q_int(db, "SELECT typeof(value) = 'real' AND value = 0.5 FROM test_params WHERE key = 'temp'"), 1);
+    assert_int_equal(q_int(db, "SELECT typeof(value) = 'text' AND value = 'f16' FROM test_params WHERE key = 'kv_type'"), 1);
+    assert_int_equal(q_int(db, "SELECT value FROM test_params WHERE key = 'record_tokens'"), 1);
+    assert_int_equal(q_int(db, "SELECT count(*) FROM measurements WHERE repetition < 0"), 1);
+    assert_int_equal(q_int(db, "SELECT count(*) FROM measurements WHERE repetition < 0 AND metric = 'vendor_metric'"), 1);
+    assert_int_equal(q_int(db, "SELECT ref_slowdown_pct = -3.5 FROM tests WHERE id = 1"), 1);
+    assert_int_equal(q_int(db, "SELECT count(*) FROM measurements WHERE metric = 'cpu_ghz_after' AND value = 2.5"), 1);
+    assert_int_equal(q_int(db, "SELECT count(*) FROM measurements WHERE metric = 'cpu_ghz_min'"), 0);
+    assert_int_equal(q_int(db, "SELECT dur_ns IS NULL FROM token_events"), 1);
     char ok[16];
     q_text(db, "PRAGMA integrity_check", ok, sizeof ok);
     assert_string_equal(ok, "ok");
@@ -270,7 +293,7 @@ static void test_recover_dead_run(void **state) {
     assert_int_equal(tb_store_open(path, &s, NULL), TB_OK);
     int64_t live = start_run(s);
     int64_t dead = start_run(s), other = start_run(s), tid;
-    assert_int_equal(tb_store_test_begin(s, dead, "decode", "decode", "tg8@d0", "{}", &tid), TB_OK);
+    assert_int_equal(tb_store_test_begin(s, dead, "decode", "decode", "tg8@d0", NULL, 0, &tid), TB_OK);
     pid_t child = fork();
     if (child == 0) _exit(0);
     assert_true(child > 0);
@@ -325,7 +348,7 @@ static int writer(const char *path) {
                         .threads = 1, .isa = "ref", .kv_type = "f16", .bandwidth_gbps_before = -1,
                         .record_tokens = 1};
     snprintf(r.uuid, sizeof r.uuid, "writer-%d", (int)getpid());
-    if (tb_store_run_begin(s, &r, &rid) || tb_store_test_begin(s, rid, "d", "decode", "tg", "{}", &tid)) {
+    if (tb_store_run_begin(s, &r, &rid) || tb_store_test_begin(s, rid, "d", "decode", "tg", NULL, 0, &tid)) {
         fprintf(stderr, "run: %s\n", tb_last_error());
         return 1;
     }
@@ -337,11 +360,11 @@ static int writer(const char *path) {
             rc = tb_store_add_measurement(s, tid, rep, name, rep * 100 + k, "x");
         }
         for (int t = 0; t < TOKENS && !rc; t++)
-            rc = tb_store_add_token(s, tid, rep, t, "decode", t, t, "a", 1);
+            rc = tb_store_add_token(s, tid, rep, t, "decode", t, -1, t, "a", 1);
         if (!rc) rc = tb_store_tx_commit(s);
         if (rc) { fprintf(stderr, "rep %d: %s\n", rep, tb_last_error()); return 1; }
     }
-    if (tb_store_test_end(s, tid, "complete", "nominal", NULL) ||
+    if (tb_store_test_end(s, tid, "complete", "nominal", NULL, NAN) ||
         tb_store_run_end(s, rid, "complete", NULL, -1)) {
         fprintf(stderr, "end: %s\n", tb_last_error());
         return 1;
@@ -378,6 +401,46 @@ static void test_concurrent_writers(void **state) {
     tb_store_close(s);
 }
 
+/* Another program's SQLite file is refused by the writer and the reader
+ * before anything is written; a v1 database opened by the reader (the file
+ * writable) is migrated in place, as a writer would. */
+static void test_foreign_and_reader(void **state) {
+    (void)state;
+    char path[512];
+    tpath(path, sizeof path, "foreign.db");
+    sqlite3 *db;
+    assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+    assert_int_equal(sqlite3_exec(db, "CREATE TABLE runs (id INTEGER PRIMARY KEY, x TEXT);"
+                                      "INSERT INTO runs VALUES (1, 'theirs');", NULL, NULL, NULL), SQLITE_OK);
+    sqlite3_close(db);
+    tb_store_t *s = NULL;
+    assert_int_equal(tb_store_open(path, &s, NULL), TB_ERR_FORMAT);
+    assert_null(s);
+    assert_non_null(strstr(tb_last_error(), "not a ternbench results database"));
+    tb_store_read_info_t info;
+    assert_int_equal(tb_store_open_read(path, &s, &info), TB_ERR_FORMAT);
+    assert_null(s);
+    assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+    assert_int_equal(q_int(db, "SELECT count(*) FROM sqlite_master"), 1);
+    char mode[16];
+    q_text(db, "PRAGMA journal_mode", mode, sizeof mode);
+    assert_string_equal(mode, "delete");   /* never switched to WAL */
+    sqlite3_close(db);
+
+    tpath(path, sizeof path, "absent.db");
+    assert_int_equal(tb_store_open_read(path, &s, &info), TB_ERR_IO);
+    assert_int_equal(access(path, F_OK), -1);   /* a reader never creates one */
+
+    tpath(path, sizeof path, "v1-read.db");
+    assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+    assert_int_equal(sqlite3_exec(db, tb_store_steps[0], NULL, NULL, NULL), SQLITE_OK);
+    sqlite3_close(db);
+    if (tb_store_open_read(path, &s, &info) != TB_OK) fail_msg("%s", tb_last_error());
+    assert_int_equal(info.old_version, 0);   /* writable: migrated in place */
+    assert_int_equal(q_int(tb_store_db(s), "PRAGMA user_version"), tb_store_version());
+    tb_store_close(s);
+}
+
 /* The commands' default database: $TB_DB unless unset or empty. */
 static void test_default_path(void **state) {
     (void)state;
@@ -396,12 +459,13 @@ static void test_default_path(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_create),
-        cmocka_unit_test(test_roofline_rescale),
+        cmocka_unit_test(test_params_typed),
         cmocka_unit_test(test_migrate_from_v1),
         cmocka_unit_test(test_refuse_newer),
         cmocka_unit_test(test_recover_dead_run),
         cmocka_unit_test(test_concurrent_writers),
         cmocka_unit_test(test_default_path),
+        cmocka_unit_test(test_foreign_and_reader),
     };
     return cmocka_run_group_tests(tests, setup, tmpdir_teardown);
 }

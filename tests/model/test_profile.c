@@ -31,6 +31,7 @@
 #include <string.h>
 
 #include "helpers.h"
+#include "ternbench_profile.h"
 
 /* Bytes of the named tensor (all layers when name starts with "blk.%d."). */
 static uint64_t tensor_bytes(const tb_model_t *m, const char *name, int32_t n_layer) {

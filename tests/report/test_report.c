@@ -319,16 +319,16 @@ static void test_values_match_formulas(void **state) {
         }
     }
     /* run 1 sustained: windows 60-0.1w except 42 for 6..8 → median of 12 */
-    assert_non_null(strstr(md, "| sustained60s | 70.0 | throttled | — | — | throttled |"));
-    assert_non_null(strstr(md, "| sustained10s | 95.5 | nominal | — | — | no throttling |"));
-    /* core clock probes (cpu_ghz_min per repetition): run 1's gen64 2.50, 2.45, 2.40 (96 %:
+    assert_non_null(strstr(md, "| sustained3000 | 70.0 | throttled | — | — | throttled |"));
+    assert_non_null(strstr(md, "| sustained400 | 95.5 | nominal | — | — | no throttling |"));
+    /* core clock probes (cpu_ghz_after per repetition): run 1's generate test 2.50, 2.45, 2.40 (96 %:
      * steady); run 2's 2.50, 2.40, 1.60 (64 % of its best, under 85 %: slowed); the vector
-     * probes (vec_gops_min) of both 9.00, 8.95, 8.90 (steady); of run 2's tg32 9.00, 5.60,
+     * probes (vec_gops_after) of both 9.00, 8.95, 8.90 (steady); of run 2's tg32 9.00, 5.60,
      * 5.40 with its clock steady at 2.50 (the last two under 85 %, the higher 62 %): vector
      * units shared; of run 1's tg32 9.00, 5.00, 8.90 (one low probe): no slowdown */
-    assert_non_null(strstr(md, "| gen64 | — | not recorded | 2.40-2.50 | 8.90-9.00 | no slowdown seen (clock and "
+    assert_non_null(strstr(md, "| pp16+tg64 | — | not recorded | 2.40-2.50 | 8.90-9.00 | no slowdown seen (clock and "
                                "vector probes) |"));
-    assert_non_null(strstr(md, "| gen64 | — | not recorded | 1.60-2.50 | 8.90-9.00 | cores slowed (clock probe fell "
+    assert_non_null(strstr(md, "| pp16+tg64 | — | not recorded | 1.60-2.50 | 8.90-9.00 | cores slowed (clock probe fell "
                                "to 64%: 1.60 of 2.50 GHz) |"));
     assert_non_null(strstr(md, "| tg32 | — | not recorded | 2.50-2.50 | 5.40-9.00 | vector units shared (probes "
                                "either side of a repetition <= 62%: 5.60 of 9.00 ops/ns) |"));
@@ -359,10 +359,18 @@ static void test_compare_speedup(void **state) {
     snprintf(want, sizeof want, "| tg32 | %.2f | %.2f | %.2fx |", b, c, c / b);
     if (!strstr(md, want)) fail_msg("no comparison row '%s'", want);
     /* TTFT: only runs 1 (base 10 ms) and 2 (14 ms) have it: speedup base ÷ compare */
-    snprintf(want, sizeof want, "| gen64 | — | — | — | %.2f | %.2f | %.2fx |", 19.1, 15.1, 19.1 / 15.1);
+    snprintf(want, sizeof want, "| pp16+tg64 | — | — | — | %.2f | %.2f | %.2fx |", 19.1, 15.1, 19.1 / 15.1);
     if (!strstr(md, want)) fail_msg("no TTFT row '%s'", want);
     free(md);
     golden(out, "golden_compare.md");
+    /* a run on both sides, or a side mixing formats, is refused rather than merged */
+    assert_int_equal(tb_report_parse_sel("1,2", &o.baseline), TB_OK);
+    assert_int_equal(tb_report_parse_sel("2", &o.target), TB_OK);
+    assert_int_equal(tb_report_write(&o, &res), TB_ERR_ARG);
+    assert_non_null(strstr(tb_last_error(), "run 2 is selected by both"));
+    assert_int_equal(tb_report_parse_sel("3", &o.target), TB_OK);
+    assert_int_equal(tb_report_write(&o, &res), TB_ERR_ARG);
+    assert_non_null(strstr(tb_last_error(), "several weight formats (tq2_0, q4_0)"));
 }
 
 /* ===================================================================== */

@@ -1,0 +1,223 @@
+/*
+ * test_e2e_report.c — the report fed from real runner output, end to end:
+ * a scenario with every test kind (a sustained test whose context fills)
+ * run by the built binary into a database, then `report` over it. Every
+ * chart renders, the tables' figures are the medians of the recorded
+ * repetition rows, the sustained chart draws every recorded window and
+ * marks the ones that held the harness's context re-fill, and `bench`
+ * recording into the same database appears beside the scenario's run.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include "e2e.h"
+
+#include <math.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char SCENARIO[] =
+    "[model]\nsynth = llama-tiny\nseed = 3\n"
+    "[engine]\nthreads = 2\n"
+    "[protocol]\nwarmup = 0\nrepetitions = 3\nbandwidth_probe = 4m\nthrottle_check = false\n"
+    "[prefill]\nprompt_tokens = 16, 32\n"
+    "[decode]\ntokens = 8\ndepths = 0, 16\n"
+    "[ttft]\nprompt_tokens = 8\n"
+    "[generate]\nprompt_tokens = 8\ntokens = 12\n"
+    "[sustained]\ntokens = 120\nwindow = 20\nctx = 48\nprompt_tokens = 4\n";
+
+/* Median and sample stddev of the repetition rows of (label, metric). */
+static void db_stat(sqlite3 *d, const char *label, const char *metric, double *med, double *sd) {
+    char sql[512];
+    snprintf(sql, sizeof sql, "SELECT m.value FROM measurements m JOIN tests t ON t.id = m.test_id"
+             " WHERE t.label = '%s' AND m.metric = '%s' AND m.repetition >= 0 ORDER BY m.value", label, metric);
+    sqlite3_stmt *st;
+    assert_int_equal(sqlite3_prepare_v2(d, sql, -1, &st, NULL), SQLITE_OK);
+    double v[16];
+    int n = 0;
+    while (sqlite3_step(st) == SQLITE_ROW && n < 16) v[n++] = sqlite3_column_double(st, 0);
+    sqlite3_finalize(st);
+    assert_int_equal(n, 3);
+    double mean = (v[0] + v[1] + v[2]) / 3, ss = 0;
+    for (int i = 0; i < 3; i++) ss += (v[i] - mean) * (v[i] - mean);
+    *med = v[1];
+    *sd = sqrt(ss / 2);
+}
+
+static void test_report_from_runner(void **state) {
+    (void)state;
+    e2e_write("all.ini", SCENARIO, (size_t)-1);
+    e2e_res_t r;
+    E2E_RUN(&r, E2E_NO_LIMIT, "run", "all.ini", "--db", "all.db", "-q");
+    e2e_assert_clean(&r, "run all.ini");
+    if (r.status != 0) fail_msg("run: exit %d: %s", r.status, r.err);
+    e2e_res_free(&r);
+    E2E_RUN(&r, E2E_NO_LIMIT, "report", "--db", "all.db", "--last", "1", "--out", "rep");
+    e2e_assert_clean(&r, "report");
+    if (r.status != 0) fail_msg("report: exit %d: %s", r.status, r.err);
+    /* every chart the data allows renders, none is skipped */
+    if (!strstr(r.out, "(0 skipped") && !strstr(r.err, "(0 skipped"))
+        fail_msg("report skipped a chart: %s %s", r.out, r.err);
+    e2e_res_free(&r);
+
+    char dbp[512];
+    e2e_path(dbp, sizeof dbp, "all.db");
+    sqlite3 *d;
+    assert_int_equal(sqlite3_open_v2(dbp, &d, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+    char *md = e2e_slurp("rep/report.md", NULL);
+    assert_non_null(md);
+    /* the throughput table: each test's median ± stddev over the recorded repetitions */
+    static const struct { const char *label, *metric; } rows[] = {
+        {"pp16", "prefill_tok_per_s"}, {"pp32", "prefill_tok_per_s"},
+        {"tg8@d0", "decode_tok_per_s"}, {"tg8@d16", "decode_tok_per_s"},
+    };
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        double med, sd;
+        db_stat(d, rows[i].label, rows[i].metric, &med, &sd);
+        char want[128];
+        snprintf(want, sizeof want, "| %s | %.2f ± %.2f |", rows[i].label, med, sd);
+        if (!strstr(md, want)) fail_msg("report.md has no row '%s'", want);
+    }
+    /* the sustained chart: one data row per recorded window (the last partial one too),
+     * the re-filled windows marked and drawn as their own series */
+    sqlite3_stmt *st;
+    assert_int_equal(sqlite3_prepare_v2(d, "SELECT t.run_id, t.id, count(*), sum(w.refills > 0) FROM windows w"
+                                           " JOIN tests t ON t.id = w.test_id WHERE w.repetition = 0", -1, &st, NULL),
+                     SQLITE_OK);
+    assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+    long long run = sqlite3_column_int64(st, 0), tid = sqlite3_column_int64(st, 1);
+    int n_win = sqlite3_column_int(st, 2), n_refill = sqlite3_column_int(st, 3);
+    sqlite3_finalize(st);
+    assert_int_equal(n_win, 6);          /* 120 tokens in windows of 20 */
+    assert_true(n_refill >= 1);          /* ctx 48: the context filled */
+    char name[128];
+    snprintf(name, sizeof name, "rep/sustained_r%lld_t%lld.dat", run, tid);
+    char *dat = e2e_slurp(name, NULL);
+    assert_non_null(dat);
+    int lines = 0, marked = 0;
+    const char *p = strstr(dat, "context_refills\n");
+    assert_non_null(p);
+    for (p = strchr(p, '\n') + 1; *p && *p != '\n'; p = strchr(p, '\n') + 1) {
+        double x, y, f;
+        if (sscanf(p, "%lf %lf %lf", &x, &y, &f) != 3) fail_msg("window row: %.60s", p);
+        lines++;
+        marked += f > 0;
+    }
+    assert_int_equal(lines, n_win);
+    assert_int_equal(marked, n_refill);
+    free(dat);
+    snprintf(name, sizeof name, "rep/sustained_r%lld_t%lld.gp", run, tid);
+    char *gp = e2e_slurp(name, NULL);
+    assert_non_null(gp);
+    assert_non_null(strstr(gp, "context re-fill (not in stability)"));
+    free(gp);
+    free(md);
+    sqlite3_close(d);
+
+    /* --split: each test's repetitions by machine state; a split above any probe leaves every
+     * repetition low or mixed, and the counts of a row add up to its repetitions */
+    E2E_RUN(&r, E2E_NO_LIMIT, "report", "--db", "all.db", "--last", "1", "--split", "100000", "--no-charts",
+            "--out", "split");
+    if (r.status != 0) fail_msg("report --split: exit %d: %s", r.status, r.err);
+    e2e_res_free(&r);
+    md = e2e_slurp("split/report.md", NULL);
+    assert_non_null(md);
+    const char *sec = strstr(md, "## Repetitions by machine state");
+    assert_non_null(sec);
+    const char *row = strstr(sec, "| tg8@d0 | ");
+    assert_non_null(row);
+    int counts[6] = {0}, c = 0;
+    for (const char *q = row + 10; *q && *q != '\n' && c < 6; q++) {
+        if (*q == '|') { c++; continue; }
+        if (*q == '(') counts[c] += atoi(q + 1);
+    }
+    if (counts[0] + counts[2] != 3 || counts[1] != 0) fail_msg("report --split: row %.160s", row);
+    free(md);
+    E2E_RUN(&r, E2E_NO_LIMIT, "report", "--db", "all.db", "--split", "fast", "--out", "split2");
+    assert_int_equal(r.status, 2);
+    e2e_res_free(&r);
+
+    /* bench into the same database: its run is a run like the others */
+    E2E_RUN(&r, E2E_NO_LIMIT, "model", "synth", "--preset", "llama-tiny", "--out", "m.gguf", "--quiet");
+    if (r.status != 0) fail_msg("model synth: exit %d: %s", r.status, r.err);
+    e2e_res_free(&r);
+    E2E_RUN(&r, E2E_NO_LIMIT, "bench", "-m", "m.gguf", "-p", "8", "-n", "4", "-r", "3", "--db", "all.db", "-q");
+    if (r.status != 0) fail_msg("bench: exit %d: %s", r.status, r.err);
+    e2e_res_free(&r);
+    E2E_RUN(&r, E2E_NO_LIMIT, "report", "--db", "all.db", "--last", "1", "--out", "rep2");
+    if (r.status != 0) fail_msg("report of the bench run: exit %d: %s", r.status, r.err);
+    e2e_res_free(&r);
+    md = e2e_slurp("rep2/report.md", NULL);
+    assert_non_null(md);
+    assert_int_equal(sqlite3_open_v2(dbp, &d, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+    double med, sd;
+    assert_int_equal(sqlite3_prepare_v2(d, "SELECT m.value FROM measurements m JOIN tests t ON t.id = m.test_id"
+                                           " WHERE t.run_id = (SELECT max(id) FROM runs) AND t.label = 'tg4@d0'"
+                                           " AND m.metric = 'decode_tok_per_s' ORDER BY m.value", -1, &st, NULL),
+                     SQLITE_OK);
+    double v[3];
+    int n = 0;
+    while (sqlite3_step(st) == SQLITE_ROW && n < 3) v[n++] = sqlite3_column_double(st, 0);
+    sqlite3_finalize(st);
+    assert_int_equal(n, 3);
+    med = v[1];
+    double mean = (v[0] + v[1] + v[2]) / 3;
+    sd = sqrt(((v[0] - mean) * (v[0] - mean) + (v[1] - mean) * (v[1] - mean) + (v[2] - mean) * (v[2] - mean)) / 2);
+    char want[128];
+    snprintf(want, sizeof want, "| tg4@d0 | %.2f ± %.2f |", med, sd);
+    if (!strstr(md, want)) fail_msg("report of the bench run has no row '%s'", want);
+    sqlite3_close(d);
+    free(md);
+}
+
+/* [protocol] interleave = rep: the [model] types run as one group, one run each, taking turns
+ * inside every repetition with the order reversed on odd ones — so the probe after A's
+ * repetition 0 is the probe before B's, and after B's repetition 1 the one before A's. */
+static void test_interleaved_types(void **state) {
+    (void)state;
+    e2e_write("il.ini", "[model]\nsynth = llama-tiny\ntype = q8_0, q4_0\nseed = 5\n"
+                        "[engine]\nthreads = 1\n"
+                        "[protocol]\nwarmup = 0\nrepetitions = 2\nbandwidth_probe = 1m\nthrottle_check = false\n"
+                        "interleave = rep\n[decode]\ntokens = 4\n", (size_t)-1);
+    e2e_res_t r;
+    E2E_RUN(&r, E2E_NO_LIMIT, "run", "il.ini", "--db", "il.db", "-q");
+    e2e_assert_clean(&r, "run il.ini");
+    if (r.status != 0) fail_msg("run: exit %d: %s", r.status, r.err);
+    e2e_res_free(&r);
+    char dbp[512];
+    e2e_path(dbp, sizeof dbp, "il.db");
+    char *q = e2e_db_query(dbp, "SELECT count(*), count(DISTINCT g.value), group_concat(i.value) FROM runs r"
+                                " JOIN run_tags g ON g.run_id = r.id AND g.key = 'group'"
+                                " JOIN run_tags i ON i.run_id = r.id AND i.key = 'group.index'"
+                                " JOIN run_tags m ON m.run_id = r.id AND m.key = 'interleave' AND m.value = 'rep'"
+                                " WHERE r.status = 'complete'");
+    assert_string_equal(q, "2|1|0,1\n");
+    free(q);
+    /* (rep, side): A's after = B's before in rep 0; B's after = A's before in rep 1 */
+    q = e2e_db_query(dbp, "WITH p AS (SELECT CAST(i.value AS INTEGER) AS k, m.repetition AS rep, m.metric, m.value"
+                          " FROM measurements m JOIN tests t ON t.id = m.test_id JOIN run_tags i ON"
+                          " i.run_id = t.run_id AND i.key = 'group.index')"
+                          " SELECT (SELECT value FROM p WHERE k = 0 AND rep = 0 AND metric = 'bw_after_gbps') ="
+                          " (SELECT value FROM p WHERE k = 1 AND rep = 0 AND metric = 'bw_before_gbps'),"
+                          " (SELECT value FROM p WHERE k = 1 AND rep = 1 AND metric = 'bw_after_gbps') ="
+                          " (SELECT value FROM p WHERE k = 0 AND rep = 1 AND metric = 'bw_before_gbps'),"
+                          " (SELECT value FROM p WHERE k = 1 AND rep = 0 AND metric = 'bw_after_gbps') ="
+                          " (SELECT value FROM p WHERE k = 1 AND rep = 1 AND metric = 'bw_before_gbps')");
+    assert_string_equal(q, "1|1|1\n");
+    free(q);
+}
+
+int main(int argc, char **argv) {
+    if (e2e_init(argc, argv, "report") != 0) return 1;
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_report_from_runner),
+        cmocka_unit_test(test_interleaved_types),
+    };
+    int failed = cmocka_run_group_tests(tests, NULL, NULL);
+    e2e_cleanup();
+    return failed;
+}
