@@ -4,6 +4,7 @@
  *   model synth --preset P --out F.gguf [--type T] [--seed S] [--vocab-from V.gguf] [--quiet]
  *   model info F.gguf [--ctx N] [--kv-type f16|f32]
  *   model quantize IN.gguf OUT.gguf --type T [--embd-type T] [--output-type T]
+ *                  [--ternarize absmean]   (post-hoc BitNet b1.58 rounding first)
  *
  * Exit status: 0 ok, 1 the engine failed (its message is printed as
  * "ternbench model <sub>: <message>"), 2 usage error.
@@ -23,7 +24,8 @@
 static const char model_usage[] =
     "usage: ternbench model synth --preset P --out F.gguf [--type T] [--seed S] [--vocab-from V.gguf] [--quiet]\n"
     "       ternbench model info F.gguf [--ctx N] [--kv-type f16|f32]\n"
-    "       ternbench model quantize IN.gguf OUT.gguf --type T [--embd-type T] [--output-type T]\n";
+    "       ternbench model quantize IN.gguf OUT.gguf --type T [--embd-type T] [--output-type T]\n"
+    "                                [--ternarize absmean]\n";
 
 static int usage_error(const char *sub, const char *fmt, const char *arg) {
     fprintf(stderr, "ternbench model %s: ", sub);
@@ -219,6 +221,10 @@ static int model_info(int argc, char **argv) {
     printf("architecture:    %s\n", in.arch);
     printf("name:            %s\n", in.name);
     printf("main type:       %s\n", tb_type_name(in.main_type));
+    char tern[64];
+    if (tb_gguf_get_str(tb_model_gguf(m), "ternbench.ternarize", tern, sizeof tern) == TB_OK)
+        printf("ternarized:      %s, post hoc (from full-precision weights)\n", tern);
+    tb_clear_error();
     printf("layers:          %d\n", in.n_layer);
     printf("embedding:       %d\n", in.n_embd);
     printf("heads:           %d query, %d kv, head dim %d\n", in.n_head, in.n_head_kv, in.head_dim);
@@ -278,8 +284,10 @@ static void report_keep(void *ud, const char *name, tb_type_t kept) {
 static int model_quantize(int argc, char **argv) {
     static const struct option opts[] = {{"type", required_argument, 0, 'T'},
                                          {"embd-type", required_argument, 0, 'E'},
-                                         {"output-type", required_argument, 0, 'O'}, {0, 0, 0, 0}};
+                                         {"output-type", required_argument, 0, 'O'},
+                                         {"ternarize", required_argument, 0, 'Z'}, {0, 0, 0, 0}};
     tb_type_t type = TB_TYPE_COUNT, embd_type = TB_TYPE_COUNT, output_type = TB_TYPE_COUNT;
+    tb_ternarize_t tern = TB_TERNARIZE_NONE;
     int c;
     optind = 1;
     opterr = 0;
@@ -299,19 +307,25 @@ static int model_quantize(int argc, char **argv) {
                                    optarg);
             break;
         }
+        case 'Z':
+            if (strcmp(optarg, "absmean")) return usage_error("quantize", "--ternarize expects absmean, got '%s'", optarg);
+            tern = TB_TERNARIZE_ABSMEAN;
+            break;
         case ':': return usage_error("quantize", "option %s needs a value", argv[optind - 1]);
         default: return usage_error("quantize", "unknown option '%s'", argv[optind - 1]);
         }
     }
     if (optind != argc - 2) return usage_error("quantize", "%s", "expected IN.gguf and OUT.gguf");
     if (type == TB_TYPE_COUNT) return usage_error("quantize", "%s", "--type is required");
+    if (tern && type != TB_TYPE_TQ2_0 && type != TB_TYPE_TQ1_0)
+        return usage_error("quantize", "--ternarize needs --type tq2_0 or tq1_0, got %s", tb_type_name(type));
     uint64_t t0 = tb_now_ns();
     guard_tmp(argv[optind + 1]);
-    if (tb_quantize_model_types(argv[optind], argv[optind + 1], type, embd_type, output_type, report_keep,
-                                &type) != TB_OK)
-        return engine_error("quantize");
-    printf("wrote %s (%s) in %.1f s\n", argv[optind + 1], tb_type_name(type),
-           (double)(tb_now_ns() - t0) / 1e9);
+    const tb_quantize_params_t qp = {.type = type, .embd_type = embd_type, .output_type = output_type,
+                                     .ternarize = tern, .on_keep = report_keep, .ud = &type};
+    if (tb_quantize_model_ex(argv[optind], argv[optind + 1], &qp) != TB_OK) return engine_error("quantize");
+    printf("wrote %s (%s%s) in %.1f s\n", argv[optind + 1], tb_type_name(type),
+           tern ? ", ternarized post hoc by absmean" : "", (double)(tb_now_ns() - t0) / 1e9);
     return 0;
 }
 

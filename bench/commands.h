@@ -30,6 +30,7 @@ int cmd_devices(int argc, char **argv);     /* devices [show ID]           */
 int cmd_claim(int argc, char **argv);       /* claim ..., claim calibrate  */
 int cmd_import(int argc, char **argv);       /* import FILE (llama-bench, mlx-lm) */
 int cmd_merge(int argc, char **argv);        /* merge A.db ... --into ALL.db  */
+int cmd_quality(int argc, char **argv);      /* quality against a reference */
 
 /* Print s to stdout as a JSON string (quoted, escaped); cmd_results.c. */
 void cmd_json_str(const char *s);

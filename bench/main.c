@@ -33,6 +33,7 @@ static const struct {
     {"claim",      cmd_claim,      "--model M --device D [--claimed TOK_S] ...  roofline, projection, verdict"},
     {"import",     cmd_import,     "FILE [--format F] [--db PATH]  import llama-bench / mlx-lm results as runs"},
     {"merge",      cmd_merge,      "A.db B.db ... --into ALL.db  merge results databases (runs keyed by uuid)"},
+    {"quality",    cmd_quality,    "-m T.gguf (--ref R.gguf | --ref-logits F) --text F  perplexity, KL divergence, top-1"},
     {"report",     cmd_report,     "[--db PATH] [--run ID...|--tag K=V|--last N] --out DIR  plots and tables"},
 };
 

@@ -668,6 +668,8 @@ const tb_tokenizer_t *tb_model_tokenizer(const tb_model_t *m);
 /* Session: KV cache + thread pool + forward pass                          */
 /* ===================================================================== */
 
+typedef struct tb_head tb_head_t;   /* the approximate output head (below) */
+
 typedef struct tb_session_params {
     int32_t n_ctx;        /* positions the session can hold (default 2048)    */
     int32_t n_threads;    /* default 1                                        */
@@ -680,6 +682,11 @@ typedef struct tb_session_params {
                              must not eval at the same time (so sessions that
                              take turns token by token leave no idle pool
                              spinning beside the running one)               */
+    const tb_head_t *head;/* NULL (default): the exact output head. Else the
+                             approximate head built by tb_head_new for this
+                             session's model (it must outlive the session):
+                             every logit the session returns is then an
+                             approximation (see tb_head_new)                 */
 } tb_session_params_t;
 
 typedef struct tb_session tb_session_t;
@@ -699,9 +706,61 @@ void tb_session_reset(tb_session_t *s);          /* empty the KV cache       */
 /* Bytes allocated by the session (KV cache, scratch, logits). */
 uint64_t tb_session_memory_bytes(const tb_session_t *s);
 
+/* ---- the output head's reads ----
+ * Since the session was created (tb_session_reset does not clear them):
+ *   positions      positions whose logits the head computed
+ *   rows           output-head rows multiplied (exact head: n_vocab per
+ *                  position; approximate: the selected clusters' rows)
+ *   centroid_rows  centroid rows multiplied (approximate head only: its
+ *                  n_centroids per position, f32 rows of n_embd)
+ * Bytes the head read = rows * the head's row bytes + centroid_rows *
+ * n_embd * 4 (tb_head_info_t has both row sizes). */
+typedef struct tb_head_stats {
+    uint64_t positions, rows, centroid_rows;
+} tb_head_stats_t;
+void tb_session_get_head_stats(const tb_session_t *s, tb_head_stats_t *out);
+
 /* Profiling of decode (where a token's time goes, per phase and per split
  * pass) is in ternbench_profile.h: an optimisation's instrument, not what a
  * library user needs to run a model. */
+
+/* ===================================================================== */
+/* Approximate output head                                                */
+/* ===================================================================== */
+
+/* The FlashHead method (arXiv 2603.14591): the output head's rows are
+ * clustered once (seeded k-means, tb_head_new); per token the centroids
+ * are scored, then only the rows of the top_c best clusters exactly;
+ * every other row gets its cluster's centroid score as its logit. Far
+ * fewer rows read per token, at a quality cost (`ternbench quality
+ * --head approx:C[:T]` measures it). Its logits are approximate: every
+ * output that uses it must say so. */
+typedef struct tb_head_params {
+    int32_t n_centroids;  /* clusters, 1..n_vocab                               */
+    int32_t top_c;        /* clusters scored exactly per token, 1..n_centroids;
+                             0: max(1, n_centroids / 16)                        */
+    uint64_t seed;        /* k-means seed; 0: 1                                 */
+    int32_t iters;        /* Lloyd iterations; 0: 8                             */
+} tb_head_params_t;
+
+typedef struct tb_head_info {
+    int32_t n_centroids, top_c, n_rows;
+    int32_t largest_cluster, empty_clusters;
+    uint64_t seed;
+    int32_t iters;
+    uint64_t centroid_row_bytes;   /* n_embd * 4                          */
+    uint64_t row_bytes;            /* one output-head row in its type     */
+} tb_head_info_t;
+
+/* "exact" (*approx = false, out zeroed) or "approx:CENTROIDS[:TOPC]"
+ * (*approx = true); TB_ERR_ARG with the reason otherwise. */
+int  tb_head_parse(const char *spec, bool *approx, tb_head_params_t *out);
+/* Cluster m's output head (n_threads for the k-means' multiplies). The
+ * result is the same for any thread count. Holds a copy of the head's
+ * rows in cluster order and the centroids; m must outlive it. */
+int  tb_head_new(const tb_model_t *m, const tb_head_params_t *p, int n_threads, tb_head_t **out);
+void tb_head_free(tb_head_t *h);
+int  tb_head_get_info(const tb_head_t *h, tb_head_info_t *out);
 
 /* ===================================================================== */
 /* Model synthesis and quantization                                       */
@@ -735,6 +794,33 @@ int tb_quantize_model_types(const char *in_path, const char *out_path, tb_type_t
                             tb_type_t embd_type, tb_type_t output_type,
                             void (*on_keep)(void *ud, const char *name, tb_type_t kept),
                             void *ud);
+
+/* Post-hoc ternarization before quantizing (tb_quantize_model_ex). */
+typedef enum tb_ternarize {
+    TB_TERNARIZE_NONE = 0,
+    /* BitNet b1.58's absmean rule, per matrix (each expert its own):
+     * gamma = mean |W|, W' = gamma * clamp(round(W / (gamma + 1e-8)), -1, 1).
+     * Applied to the tensors that take the projection type (not norms,
+     * router, token_embd or output); the file gets ternbench.ternarize =
+     * "absmean" and ternbench.ternarize.post_hoc = true. */
+    TB_TERNARIZE_ABSMEAN = 1,
+} tb_ternarize_t;
+
+typedef struct tb_quantize_params {
+    tb_type_t type;                  /* projection/expert type                 */
+    tb_type_t embd_type, output_type;/* TB_TYPE_COUNT: keep                    */
+    tb_ternarize_t ternarize;        /* TB_TERNARIZE_NONE (0) by default       */
+    void (*on_keep)(void *ud, const char *name, tb_type_t kept);
+    void *ud;
+} tb_quantize_params_t;
+
+/* tb_quantize_model_types with every option in one struct, and the
+ * post-hoc ternarization (type must then be TQ2_0 or TQ1_0, else
+ * TB_ERR_ARG): its values are exactly {-1, 0, 1} * gamma in
+ * f32 before they are stored in their type (TQ2_0 and TQ1_0 keep them
+ * exactly, as {-1, 0, 1} times an f16 scale; a wider fallback type keeps
+ * them as its own rounding of gamma). */
+int tb_quantize_model_ex(const char *in_path, const char *out_path, const tb_quantize_params_t *p);
 
 #ifdef __cplusplus
 }

@@ -213,6 +213,24 @@ int tb_forward_chunk(tb_session_t *s, const int32_t *tokens, int32_t n, bool all
         return TB_OK;
     }
     const int32_t t0 = all_logits ? 0 : n - 1, nl = n - t0;
+    s->head_stats.positions += (uint64_t)nl;
+    if (s->p.head) {             /* approximate head (head.c), token by token */
+        const uint64_t th = tb_prof_start(s);
+        for (int32_t t = 0; t < nl; t++) {
+            const float *xt = s->x + (t0 + t) * E;
+            float *xn = s->xn + t * E;
+            tb_op_norm_mul(xn, xt, tb_op_rms_inv(xt, E, in->norm_eps), m->output_norm, E);
+            uint64_t rows = 0;
+            tb_head_logits(s->p.head, s->pool, xn, &s->head_sc, logits + (size_t)t * (size_t)in->n_vocab, &rows);
+            s->head_stats.rows += rows;
+            s->head_stats.centroid_rows += (uint64_t)s->p.head->C;
+        }
+        tb_prof_end(s, TB_PHASE_OUTPUT, th, 0);
+        s->pos += n;
+        if (s->prof_on) { s->prof.total_ns += tb_now_ns() - t_chunk; s->prof.tokens += (uint64_t)n; }
+        return TB_OK;
+    }
+    s->head_stats.rows += (uint64_t)nl * (uint64_t)in->n_vocab;
     tb_lin_pro_t pn = {.kind = TB_PRO_NORM, .x = s->x + t0 * E, .ld = E, .n_in = E, .n = nl,
                        .w = m->output_norm, .eps = in->norm_eps, .xn = s->xn};
     const tb_weight_t *w[1] = {&m->output};

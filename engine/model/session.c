@@ -162,6 +162,8 @@ int tb_session_new(const tb_model_t *m, const tb_session_params_t *p, tb_session
     if (sp.pool && tb_pool_n_threads(sp.pool) != sp.n_threads)
         return tb_err(TB_ERR_ARG, "session n_threads %d differs from its pool's %d threads", sp.n_threads,
                       tb_pool_n_threads(sp.pool));
+    if (sp.head && sp.head->m != m)
+        return tb_err(TB_ERR_ARG, "session head was built for another model");
     sp.n_batch = TB_MIN(sp.n_batch, sp.n_ctx);
     tb_session_t *s = calloc(1, sizeof *s);
     if (!s) return tb_err(TB_ERR_NOMEM, "out of memory for session");
@@ -169,6 +171,7 @@ int tb_session_new(const tb_model_t *m, const tb_session_params_t *p, tb_session
     s->p = sp;
     s->kv_elem = sp.kv_type == TB_TYPE_F16 ? 2 : 4;
     int rc = alloc_buffers(s);
+    if (rc == TB_OK && sp.head) rc = tb_head_scratch_init(sp.head, &s->head_sc);
     if (rc == TB_OK && sp.pool) s->pool = sp.pool;
     else if (rc == TB_OK) rc = tb_pool_new(sp.n_threads, &s->pool);
     if (rc != TB_OK) {
@@ -184,6 +187,7 @@ void tb_session_free(tb_session_t *s) {
     if (!s->p.pool) tb_pool_free(s->pool);   /* its own, not a borrowed one */
     tb_huge_free(s->kv_arena);
     free(s->kv);
+    tb_head_scratch_free(&s->head_sc);
     void *bufs[] = {s->x, s->xn, s->y, s->y2, s->act_own, s->x_own, s->xn_own, s->y_b, s->y2_b, s->split_plan,
                     s->q, s->k, s->v, s->att, s->act, s->act2, s->ff_g, s->ff_u, s->rope_cs, s->rope_sn,
                     s->scores, s->jobs, s->sched, s->router, s->sel, s->sel_w, s->row_of, s->tok_of, s->exp_off, s->xg, s->eg,
@@ -245,3 +249,8 @@ void tb_session_reset(tb_session_t *s) {
 }
 
 uint64_t tb_session_memory_bytes(const tb_session_t *s) { return s ? s->mem_bytes : 0; }
+
+void tb_session_get_head_stats(const tb_session_t *s, tb_head_stats_t *out) {
+    if (!out) return;
+    *out = s ? s->head_stats : (tb_head_stats_t){0};
+}

@@ -19,6 +19,7 @@
 #define TB_SESSION_H
 
 #include "model/model.h"
+#include "model/head.h"
 #include "quant/quant.h"
 #include "ternbench_profile.h"
 
@@ -86,6 +87,10 @@ struct tb_session {
     int32_t n_logits;                /* rows kept by the last eval        */
     int32_t n_last;                  /* tokens in the last eval           */
     uint64_t mem_bytes;
+
+    /* ---- output head (head.c): the approximate head's scratch, reads ---- */
+    tb_head_scratch_t head_sc;       /* allocated only with p.head         */
+    tb_head_stats_t head_stats;
 
     /* ---- profile (profile.c; zero and off unless tb_session_set_profile) ---- */
     bool prof_on;
