@@ -180,7 +180,7 @@ static void test_report_from_runner(void **state) {
 static void test_interleaved_types(void **state) {
     (void)state;
     e2e_write("il.ini", "[model]\nsynth = llama-tiny\ntype = q8_0, q4_0\nseed = 5\n"
-                        "[engine]\nthreads = 1\ncpus = 0\n"
+                        "[engine]\nthreads = 2\ncpus = 0-1\n"
                         "[protocol]\nwarmup = 0\nrepetitions = 2\nbandwidth_probe = 1m\nthrottle_check = false\n"
                         "interleave = rep\n[decode]\ntokens = 4\n", (size_t)-1);
     e2e_res_t r;
@@ -199,7 +199,7 @@ static void test_interleaved_types(void **state) {
     free(q);
     /* [engine] cpus pinned the thread, and each run records the core it ran on */
     q = e2e_db_query(dbp, "SELECT group_concat(value) FROM run_tags WHERE key = 'cpus'");
-    assert_string_equal(q, "0,0\n");
+    assert_string_equal(q, "0,1,0,1\n");
     free(q);
     /* (rep, side): A's after = B's before in rep 0; B's after = A's before in rep 1 */
     q = e2e_db_query(dbp, "WITH p AS (SELECT CAST(i.value AS INTEGER) AS k, m.repetition AS rep, m.metric, m.value"
