@@ -28,6 +28,7 @@ typedef struct {
     bool profile;       /* --profile: per-phase split of one more decode run */
     bool tok_turns;     /* --interleave token: decode files take turns token by token */
     bool quiet;         /* -q: no progress display */
+    const char *head;   /* --head exact|approx:C[:T] (NULL: exact) */
     const char *db;     /* --db FILE (default tb_store_default_path()); NULL: --no-db */
     cmd_tags_t tags;    /* --tag KEY=VALUE, then the engine's provenance tags */
 } bench_opts_t;

@@ -163,6 +163,9 @@ void bench_print_json(const bench_var_t *v, int nv, int n_res, const bench_ratio
                    o->mmap ? "mmap" : "copy", (unsigned long long)v[k].info.resident_bytes,
                    v[k].info.load_ns / 1e9);
             cmd_json_str(v[k].path);
+            printf(", \"head\": ");
+            cmd_json_str(o->head ? o->head : "exact");
+            printf(", \"head_approximate\": %s", o->head ? "true" : "false");
             printf(", \"run_id\": %lld, \"run_uuid\": \"%s\", \"db\": ", (long long)v[k].run_id, v[k].uuid);
             if (o->db) cmd_json_str(o->db);
             else printf("null");
@@ -213,6 +216,8 @@ void bench_print_table(const bench_var_t *v, int nv, int n_res, const bench_rati
         printf("# weights %s: %.2f GB resident in huge-page copies (%.2f GB repacked), loaded in %.2f s\n",
                o->mmap ? "mmap" : "copy", in->resident_bytes / 1e9, in->repack_bytes / 1e9, in->load_ns / 1e9);
         if (o->db) printf("# recorded as run %lld (%s) in %s\n", (long long)v[k].run_id, v[k].uuid, o->db);
+        if (o->head) printf("# APPROXIMATE output head %s: clustered rows, approximate logits; bytes/token count the"
+                            " rows it read\n", o->head);
     }
     if (nv > 1 && o->tok_turns)
         printf("# the files take turns inside every rep (forward on even reps, backward on odd), in decode "

@@ -55,7 +55,7 @@ static void on_signal(int sig) {
 static int bench_usage(void) {
     fprintf(stderr, "usage: ternbench bench -m F.gguf [-m G.gguf ...] [-t N] [--ctx C] [-p P] [-n N] [-r R]\n"
                     "                       [--mmap] [--profile] [--interleave rep|token] [--json]\n"
-                    "                       [--db FILE | --no-db] [--tag KEY=VALUE]... [-q]\n"
+                    "                       [--head exact|approx:C[:T]] [--db FILE | --no-db] [--tag KEY=VALUE]... [-q]\n"
                     "  -m F     model file; up to %d, interleaved rep by rep and compared with the first\n"
                     "  -t N     threads (default 2)\n"
                     "  --ctx C  decode depth: the KV cache holds C tokens before tg is timed (default 0)\n"
@@ -67,6 +67,8 @@ static int bench_usage(void) {
                     "  --interleave rep|token  with several files, whether decode takes turns rep by rep\n"
                     "           (default) or token by token, every token then also paired with the first\n"
                     "           file's next to it\n"
+                    "  --head H the output head: exact (default), or approx:CENTROIDS[:TOPC], the clustered\n"
+                    "           FlashHead approximation (approximate logits; labelled in every output)\n"
                     "  --db F   record into F (default $TB_DB or %s); --no-db: a scratch database\n"
                     "  --tag K=V  a run tag (repeatable)\n"
                     "  -q       no progress display\n",
@@ -89,7 +91,7 @@ static int parse_args(int argc, char **argv, bench_opts_t *o) {
             return bench_usage();
         }
         static const char *const with_value[] = {"-m", "--model", "-t", "--threads", "--ctx", "-p", "-n",
-                                                 "-r", "--interleave", "--db", "--tag", NULL};
+                                                 "-r", "--interleave", "--db", "--tag", "--head", NULL};
         int known = 0;
         for (int k = 0; with_value[k]; k++) known |= !strcmp(a, with_value[k]);
         if (!known) {
@@ -118,6 +120,15 @@ static int parse_args(int argc, char **argv, bench_opts_t *o) {
             o->db = v;
         }
         else if (!strcmp(a, "--tag")) rc = cmd_tag_add(&o->tags, "bench", v);
+        else if (!strcmp(a, "--head")) {
+            bool approx;
+            tb_head_params_t hp;
+            if (tb_head_parse(v, &approx, &hp) != TB_OK) {
+                fprintf(stderr, "ternbench bench: --head %s: %s\n", v, tb_last_error());
+                return 2;
+            }
+            o->head = approx ? v : NULL;
+        }
         else {   /* --interleave */
             if (strcmp(v, "rep") && strcmp(v, "token")) {
                 fprintf(stderr, "ternbench bench: --interleave takes rep or token, not '%s'\n", v);
@@ -152,11 +163,11 @@ static char *plan_text(const bench_opts_t *o, const char *model) {
     if (o->n_prompt > 0) snprintf(pre, sizeof pre, "[prefill]\nprompt_tokens = %d\n", o->n_prompt);
     if (o->n_gen > 0) snprintf(dec, sizeof dec, "[decode]\ntokens = %d\ndepths = %d\n", o->n_gen, o->ctx);
     if (asprintf(&t, "[model]\npath = %s\n"
-                     "[engine]\nthreads = %d\nctx = %d\nbatch = %d\nweights = %s\n"
+                     "[engine]\nthreads = %d\nctx = %d\nbatch = %d\nweights = %s\nhead = %s\n"
                      "[protocol]\nwarmup = 1\nrepetitions = %d\nbandwidth_probe = 256m\n"
                      "throttle_check = false\nrecord_tokens = true\n%s%s",
                  model, o->threads, n_ctx, o->n_prompt > 512 ? o->n_prompt : 512,
-                 o->mmap ? "mmap" : "copy", o->reps, pre, dec) < 0)
+                 o->mmap ? "mmap" : "copy", o->head ? o->head : "exact", o->reps, pre, dec) < 0)
         return NULL;
     return t;
 }

@@ -33,7 +33,7 @@ done
 # pkg-config file lists -lz for static links.
 host_pkgs=(meson ninja-build pkg-config python3 gcc-aarch64-linux-gnu
            libc6-dev-arm64-cross binutils-aarch64-linux-gnu qemu-user)
-arm_pkgs=(libsqlite3-dev:arm64 libinih-dev:arm64 libpcre2-dev:arm64 zlib1g-dev:arm64)
+arm_pkgs=(libsqlite3-dev:arm64 libinih-dev:arm64 libpcre2-dev:arm64 zlib1g-dev:arm64 libjansson-dev:arm64)
 
 installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
 
@@ -53,7 +53,7 @@ if [ ${#missing[@]} -gt 0 ]; then
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
-for lib in libsqlite3.a libinih.a libpcre2-8.a libz.a; do
+for lib in libsqlite3.a libinih.a libpcre2-8.a libz.a libjansson.a; do
   [ -f "/usr/lib/aarch64-linux-gnu/$lib" ] || { echo "build-aarch64: no /usr/lib/aarch64-linux-gnu/$lib" >&2; exit 1; }
 done
 
@@ -82,6 +82,7 @@ aarch64-linux-gnu-strip -o "$dist/ternbench" "$bin"
 cp -R scenarios "$dist/scenarios"
 rm -rf "$dist/scenarios/.cache"
 [ -d devices ] && cp -R devices "$dist/devices"
+[ -d calibration ] && cp -R calibration "$dist/calibration"
 tar -C "$dir/dist" -czf "$dir/dist/ternbench-aarch64.tar.gz" ternbench-aarch64
 
 if command -v qemu-aarch64 >/dev/null 2>&1; then

@@ -54,6 +54,7 @@ typedef struct member {
     tb_model_t *model;
     tb_model_info_t info;
     tb_type_t kv_type;
+    tb_head_t *head;        /* [engine] head = approx:...: the clustered head, else NULL */
     int64_t run_id;
     summary_row_t *rows;
     int n_rows;
@@ -292,6 +293,7 @@ static int case_params(const member_t *m, const group_t *g, const tb_section_t *
     PS("headline", pr->v[K_PROTO_HEADLINE].s);
     PI("record_tokens", pr->v[K_PROTO_RECORD_TOKENS].i != 0);
     PI("seed", pr->v[K_PROTO_SEED].i);
+    PS("head", *pl->engine.v[K_ENGINE_HEAD].s ? pl->engine.v[K_ENGINE_HEAD].s : "exact");
     PS("interleave", g->n < 2 ? "none" : g->opts->interleave == TB_INTERLEAVE_TOKEN ? "token" : "rep");
     switch (sec->kind) {
     case TB_SEC_DECODE:
@@ -348,6 +350,7 @@ static int case_begin(group_t *g, member_t *m, const tb_section_t *sec, int ci, 
         sp.n_batch = (int32_t)p->engine.v[K_ENGINE_BATCH].i;
         sp.kv_type = m->kv_type;
         sp.pool = g->pool;
+        sp.head = m->head;
         rc = tb_session_new(m->model, &sp, &m->sess);
     }
     if (rc) snprintf(m->err, sizeof m->err, "%s", tb_last_error());
@@ -361,7 +364,7 @@ static int case_begin(group_t *g, member_t *m, const tb_section_t *sec, int ci, 
                        .prompt = m->prompt, .n_prompt = m->n_prompt,
                        .record = pr->v[K_PROTO_RECORD_TOKENS].i != 0,
                        .n_batch = (int)p->engine.v[K_ENGINE_BATCH].i, .kv_type = m->kv_type,
-                       .sensors = g->n == 1 ? g->sensors : NULL, .stop = g->opts->stop};
+                       .sensors = g->n == 1 ? g->sensors : NULL, .head = m->head, .stop = g->opts->stop};
     return TB_OK;
 }
 
@@ -587,6 +590,13 @@ static int member_start(group_t *g, member_t *m, int k, const char *group_uuid) 
     if (rc) return rc;
     m->res->info = m->info;
     m->kv_type = !strcmp(en->v[K_ENGINE_KV_TYPE].s, "f32") ? TB_TYPE_F32 : TB_TYPE_F16;
+    /* an approximate output head: clustered once per model, labelled in the run's tags */
+    const char *head = en->v[K_ENGINE_HEAD].s;
+    bool approx = false;
+    tb_head_params_t hp;
+    if ((rc = tb_head_parse(head && *head ? head : "exact", &approx, &hp)))
+        return tb_err_prefix(rc, "%s: [engine] head = %s", plan->path, head);
+    if (approx && (rc = tb_head_new(m->model, &hp, g->threads, &m->head))) return rc;
     tb_host_facts_t host;
     tb_build_facts_t build;
     tb_model_facts_t mf;
@@ -618,6 +628,7 @@ static int member_start(group_t *g, member_t *m, int k, const char *group_uuid) 
     for (int i = 0; i < nt; i++) { keys[i] = o->tag_keys[i]; vals[i] = o->tag_values[i]; }
     cpus_used(g, cpu_s, sizeof cpu_s);
     keys[nt] = "cpus"; vals[nt++] = cpu_s;
+    keys[nt] = "head"; vals[nt++] = head && *head ? head : "exact";
     if (g->n > 1) {
         snprintf(idx, sizeof idx, "%d", k);
         keys[nt] = "group"; vals[nt++] = group_uuid;
@@ -765,6 +776,7 @@ out:
         tb_session_free(m[k].sess);
         tb_rep_free(&m[k].rep);
         free(m[k].prompt);
+        tb_head_free(m[k].head);   /* after its sessions, before its model */
         tb_model_free(m[k].model);
         free(m[k].rows);
         free(m[k].mpath);

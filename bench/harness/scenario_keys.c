@@ -54,6 +54,9 @@ const tb_key_def_t tb_scenario_keys[K_COUNT] = {
         "CPUs to pin the threads to, a list such as 0-3,6 (thread i on entry i mod n); empty: "
         "--cpus / TB_CPUS, else on ARM the fastest cores first, else unpinned. Recorded as the run "
         "tag cpus."},
+    [K_ENGINE_HEAD] = {TB_SEC_ENGINE, "head", TB_KT_STRING, TB_UNIT_NONE, "exact", 0, 0, NULL,
+        "Output head: exact, or approx:CENTROIDS[:TOPC] (clustered at load, FlashHead; approximate "
+        "logits, bytes per token from the rows it read). Recorded as the run tag head."},
 
     /* ---- [protocol] ---- */
     [K_PROTO_WARMUP] = {TB_SEC_PROTOCOL, "warmup", TB_KT_INT, TB_UNIT_NONE, "1", 0, 100, NULL,

@@ -131,12 +131,26 @@ static int prefill(const tb_work_t *w, tb_rep_t *r, const int32_t *toks, int n, 
 }
 
 /* Bytes per token at the middle of [depth, depth + n) and the achieved
- * bandwidth; the runner charges it against the repetition's probes. */
-static void roofline(const tb_work_t *w, tb_rep_t *r, double tok_per_s, int64_t depth, int64_t n) {
+ * bandwidth; the runner charges it against the repetition's probes. With
+ * an approximate head the head's share is what it read since h0 (its
+ * selected rows and its centroids), not the whole head. */
+static void roofline(const tb_work_t *w, tb_rep_t *r, double tok_per_s, int64_t depth, int64_t n,
+                     const tb_head_stats_t *h0) {
     tb_bytes_per_token_t b;
     if (tb_model_bytes_per_token(w->model, (int32_t)(depth + n / 2), w->kv_type, &b) != TB_OK) return;
-    metric(r, TB_M_BYTES_PER_TOKEN, (double)b.total);
-    metric(r, TB_M_ACHIEVED_GBPS, tok_per_s * (double)b.total / 1e9);
+    double total = (double)b.total;
+    tb_head_info_t hi;
+    if (w->head && h0 && tb_head_get_info(w->head, &hi) == TB_OK) {
+        tb_head_stats_t h1;
+        tb_session_get_head_stats(w->sess, &h1);
+        uint64_t pos = h1.positions - h0->positions;
+        if (pos > 0)
+            total += ((double)(h1.rows - h0->rows) * (double)hi.row_bytes +
+                      (double)(h1.centroid_rows - h0->centroid_rows) * (double)hi.centroid_row_bytes) /
+                     (double)pos - (double)b.output;
+    }
+    metric(r, TB_M_BYTES_PER_TOKEN, total);
+    metric(r, TB_M_ACHIEVED_GBPS, tok_per_s * total / 1e9);
 }
 
 /* Inter-token latency percentiles from n decode step durations (ns). */
@@ -198,6 +212,7 @@ int tb_work_decode_begin(const tb_work_t *w, tb_rep_t *rep, tb_decode_t *d) {
     if (w->record && (rc = reserve(rep, (size_t)d->n, 0))) return rc;
     d->tok = d->depth > 0 ? w->prompt[d->depth - 1] : w->n_prompt > 0 ? w->prompt[0] : 0;
     d->e0 = w->sensors ? tb_sensors_energy_j(w->sensors) : -1;
+    tb_session_get_head_stats(w->sess, &d->h0);
     return TB_OK;
 }
 
@@ -227,7 +242,7 @@ int tb_work_decode_end(const tb_work_t *w, tb_rep_t *rep, tb_decode_t *d, int rc
         metric(rep, TB_M_DECODE_TOK_PER_S, tps);
         metric(rep, TB_M_DECODE_MS, ms);
         itl(rep, d->step, (size_t)d->n);
-        roofline(w, rep, tps, d->depth, d->n);
+        roofline(w, rep, tps, d->depth, d->n, &d->h0);
         footprint(w, rep, d->e0, (double)d->n);
     }
     free(d->step);
@@ -272,6 +287,8 @@ static int run_generate(const tb_work_t *w, tb_rep_t *r, double e0, int64_t n_ge
     uint64_t t0 = tb_now_ns();
     if ((rc = prefill(w, r, w->prompt, w->n_prompt, t0, w->record))) goto done;
     uint64_t t_prefill = tb_now_ns();
+    tb_head_stats_t h0;   /* the head's reads from here on are the decode's */
+    tb_session_get_head_stats(w->sess, &h0);
     /* room for every decode event after the prompt's (a piece is <= 256 bytes) */
     if (w->record && (rc = reserve(r, (size_t)n_gen + 1, (size_t)(n_gen + 2) * 256))) goto done;
     int32_t tok = tb_sampler_sample(smp, tb_session_logits(w->sess, -1), n_vocab);
@@ -327,7 +344,7 @@ static int run_generate(const tb_work_t *w, tb_rep_t *r, double e0, int64_t n_ge
         double cpt = (double)chars / (double)n_out;
         metric(r, TB_M_CHARS_PER_TOKEN, cpt);
         metric(r, TB_M_CHARS_PER_S, cpt * tps);
-        roofline(w, r, tps, w->n_prompt, n_out);
+        roofline(w, r, tps, w->n_prompt, n_out, &h0);
         footprint(w, r, e0, (double)n_out);
     }
     if (is_ttft) footprint(w, r, -1, 0);
@@ -381,6 +398,8 @@ static int run_sustained(const tb_work_t *w, tb_rep_t *r, double e0) {
     uint64_t t0 = tb_now_ns();
     if ((rc = prefill(w, r, hist, n_hist, t0, false))) goto done;
     int32_t tok = tb_sampler_sample(smp, tb_session_logits(w->sess, -1), n_vocab);
+    tb_head_stats_t h0;
+    tb_session_get_head_stats(w->sess, &h0);
     uint64_t start = tb_now_ns(), w_start = start, prev = start;
     int64_t n = 0, refill_ns = 0, refill_total = 0;
     double pos_sum = 0;   /* for the mean KV depth (bytes per token) */
@@ -453,7 +472,7 @@ static int run_sustained(const tb_work_t *w, tb_rep_t *r, double e0) {
         if (m > 2) metric(r, TB_M_STEADY_WINDOW_TOK_PER_S, tb_stats_median(rates + 1, (size_t)m - 2));
         metric(r, TB_M_STABILITY_PCT, tb_stats_stability_pct(rates, (size_t)m));
     }
-    roofline(w, r, tps, n > 0 ? (int64_t)(pos_sum / (double)n) : 0, 0);
+    roofline(w, r, tps, n > 0 ? (int64_t)(pos_sum / (double)n) : 0, 0, &h0);
     footprint(w, r, e0, (double)n);
 done:
     free(rates);

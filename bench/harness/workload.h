@@ -64,6 +64,7 @@ typedef struct tb_work {
     int n_batch;
     tb_type_t kv_type;
     tb_sensors_t *sensors;      /* for energy; may be NULL                   */
+    const tb_head_t *head;      /* the session's approximate head, NULL exact */
     volatile sig_atomic_t *stop;
     /* optional: called during long repetitions with the fraction done */
     void (*tick)(void *ud, double frac);
@@ -78,6 +79,7 @@ typedef struct tb_decode {
     int32_t tok;
     uint64_t t0;                /* repetition start                           */
     double e0;                  /* energy at the start, < 0 none              */
+    tb_head_stats_t h0;         /* head reads at the start of the timed steps */
 } tb_decode_t;
 
 void tb_rep_reset(tb_rep_t *r);

@@ -215,11 +215,50 @@ static void test_interleaved_types(void **state) {
     free(q);
 }
 
+/* [engine] head / bench --head: an approximate head is labelled in the run's tags and the test's
+ * parameters, and its repetitions count only the head rows it read */
+static void test_approximate_head(void **state) {
+    (void)state;
+    e2e_res_t r;
+    E2E_RUN(&r, E2E_NO_LIMIT, "model", "synth", "--preset", "maple-tiny", "--out", "mt.gguf", "--quiet");
+    if (r.status != 0) fail_msg("model synth: exit %d: %s", r.status, r.err);
+    e2e_res_free(&r);
+    E2E_RUN(&r, E2E_NO_LIMIT, "bench", "-m", "mt.gguf", "-p", "0", "-n", "8", "-r", "2", "--db", "head.db", "-q");
+    if (r.status != 0) fail_msg("bench exact: exit %d: %s", r.status, r.err);
+    e2e_res_free(&r);
+    E2E_RUN(&r, E2E_NO_LIMIT, "bench", "-m", "mt.gguf", "-p", "0", "-n", "8", "-r", "2", "--db", "head.db", "-q",
+            "--head", "approx:64:4", "--json");
+    if (r.status != 0) fail_msg("bench approx: exit %d: %s", r.status, r.err);
+    if (!strstr(r.out, "\"head\": \"approx:64:4\", \"head_approximate\": true"))
+        fail_msg("bench --head: not labelled: %s", r.out);
+    e2e_res_free(&r);
+    char dbp[512];
+    e2e_path(dbp, sizeof dbp, "head.db");
+    char *q = e2e_db_query(dbp, "SELECT group_concat(value, ' ') FROM (SELECT value FROM run_tags WHERE key = 'head'"
+                                " ORDER BY run_id)");
+    assert_string_equal(q, "exact approx:64:4\n");
+    free(q);
+    q = e2e_db_query(dbp, "SELECT count(*) FROM test_params p JOIN tests t ON t.id = p.test_id WHERE t.run_id = 2"
+                          " AND p.key = 'head' AND p.value = 'approx:64:4'");
+    assert_string_equal(q, "1\n");
+    free(q);
+    q = e2e_db_query(dbp, "SELECT (SELECT max(m.value) FROM measurements m JOIN tests t ON t.id = m.test_id"
+                          " WHERE t.run_id = 2 AND m.metric = 'bytes_per_token') < (SELECT min(m.value) FROM"
+                          " measurements m JOIN tests t ON t.id = m.test_id WHERE t.run_id = 1 AND"
+                          " m.metric = 'bytes_per_token')");
+    assert_string_equal(q, "1\n");
+    free(q);
+    E2E_RUN(&r, E2E_NO_LIMIT, "bench", "-m", "mt.gguf", "-n", "2", "--head", "approx:zero");
+    assert_int_equal(r.status, 2);
+    e2e_res_free(&r);
+}
+
 int main(int argc, char **argv) {
     if (e2e_init(argc, argv, "report") != 0) return 1;
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_report_from_runner),
         cmocka_unit_test(test_interleaved_types),
+        cmocka_unit_test(test_approximate_head),
     };
     int failed = cmocka_run_group_tests(tests, NULL, NULL);
     e2e_cleanup();
