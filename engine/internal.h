@@ -9,15 +9,10 @@
 #include <sched.h>
 #include <stdarg.h>
 
-/* Set the thread-local sticky error message (printf-style) and return
- * `status` so callers can write `return tb_err(TB_ERR_ARG, "...")`. */
-int tb_err(int status, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-/* Prefix the current message: "<prefix>: <old message>"; returns status. */
-int tb_err_prefix(int status, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* tb_err and tb_err_prefix, the sticky error message, are public
+ * (ternbench.h). */
 
-#define TB_MIN(a, b) ((a) < (b) ? (a) : (b))
-#define TB_MAX(a, b) ((a) > (b) ? (a) : (b))
-#define TB_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
+#include "tbutil.h"
 
 /* One step of a busy wait (call with *spins = 0 first): a CPU pause, and
  * after 4000 steps a yield of the CPU, so a waiter that is not the next to

@@ -7,7 +7,8 @@
 #ifndef TB_REPORT_INT_H
 #define TB_REPORT_INT_H
 
-#include "internal.h"
+#include "tbutil.h"
+#include "ternbench.h"
 #include "report.h"
 
 #include <sqlite3.h>

@@ -3,7 +3,8 @@
  */
 #include "analysis.h"
 #include "infer.h"
-#include "internal.h"
+#include "tbutil.h"
+#include "ternbench.h"
 
 #include <math.h>
 #include <sqlite3.h>

@@ -9,7 +9,8 @@
  * statistic under no shift; k is the largest with P(S <= k - 1) <= α/2.
  */
 #include "infer.h"
-#include "internal.h"   /* tb_err, as the harness's other modules */
+#include "tbutil.h"
+#include "ternbench.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -2,7 +2,8 @@
  * store.c — open, migrate and write the results database (see store.h).
  */
 #include "store.h"
-#include "internal.h"
+#include "tbutil.h"
+#include "ternbench.h"
 
 #include <errno.h>
 #include <stdbool.h>

@@ -4,7 +4,8 @@
 #include "facts.h"
 #include "build_git.h"
 #include "build_info.h"
-#include "internal.h"
+#include "tbutil.h"
+#include "ternbench.h"
 #include "scenario.h"
 
 #include <errno.h>

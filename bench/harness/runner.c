@@ -17,7 +17,8 @@
  */
 #include "runner.h"
 #include "facts.h"
-#include "internal.h"
+#include "tbutil.h"
+#include "ternbench.h"
 #include "progress.h"
 #include "sensors.h"
 #include "stats.h"

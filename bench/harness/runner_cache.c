@@ -3,7 +3,8 @@
  * runner.h, tb_runner_model_path).
  */
 #include "runner.h"
-#include "internal.h"
+#include "tbutil.h"
+#include "ternbench.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -6,7 +6,9 @@
  * build has INI_HANDLER_LINENO off), and so that empty sections exist.
  */
 #include "scenario.h"
-#include "internal.h"
+#include "tbutil.h"
+#include <stdarg.h>
+#include "ternbench.h"
 #include "ternbench.h"
 
 #include <ctype.h>

@@ -7,7 +7,8 @@
  * again while reading, should it grow).
  */
 #include "scenario.h"
-#include "internal.h"   /* tb_err, as the rest of the parser */
+#include "tbutil.h"
+#include "ternbench.h"
 #include "ternbench.h"
 
 #include <errno.h>

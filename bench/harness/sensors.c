@@ -3,7 +3,8 @@
  * workload (see sensors.h).
  */
 #include "sensors.h"
-#include "internal.h"
+#include "tbutil.h"
+#include "ternbench.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -8,7 +8,8 @@
  */
 #include "workload.h"
 #include "facts.h"
-#include "internal.h"
+#include "tbutil.h"
+#include "ternbench.h"
 #include "stats.h"
 
 #include <math.h>

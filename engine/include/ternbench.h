@@ -75,6 +75,13 @@ typedef enum tb_status {
 const char *tb_last_error(void);
 void tb_clear_error(void);
 const char *tb_status_name(int status);
+/* Set this thread's sticky message (printf-style) and return `status`, so
+ * a caller writes `return tb_err(TB_ERR_ARG, "...")`; for the library and
+ * for the layers built on it (the ternbench harness, store, report), which
+ * report their errors through the same message. */
+int tb_err(int status, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Prefix the current message: "<prefix>: <old message>"; returns status. */
+int tb_err_prefix(int status, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* ===================================================================== */
 /* Tensor element types — numbering identical to ggml's enum ggml_type    */
