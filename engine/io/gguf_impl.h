@@ -41,6 +41,10 @@ size_t tb_gguf_vtype_size(uint32_t t);
 int tb_gguf_kv_raw(const tb_gguf_t *g, int64_t i, uint32_t *type,
                    const uint8_t **bytes, uint64_t *len);
 
+/* Slots inspected while the key index and the tensor-name index were
+ * built at open (about 1.5 per name for any names; tests bound it). */
+void tb_gguf_index_probes(const tb_gguf_t *g, uint64_t *kv, uint64_t *tensors);
+
 static inline uint64_t tb_gguf_align_up(uint64_t x, uint64_t a) {
     return (x + a - 1) / a * a;
 }
