@@ -224,9 +224,11 @@ int cmd_generate(int argc, char **argv) {
         if (o.ids) {
             printf("%d\n", t);
         } else {
-            int k = tb_detok_push(g.d, t, out, sizeof out);
-            if (k < 0) return engine_error(&g);
-            fwrite(out, 1, (size_t)k, stdout);
+            /* a long token drains in several calls */
+            for (int k = tb_detok_push(g.d, t, out, sizeof out); k != 0; k = tb_detok_drain(g.d, out, sizeof out)) {
+                if (k < 0) return engine_error(&g);
+                fwrite(out, 1, (size_t)k, stdout);
+            }
         }
         fflush(stdout);
         g.streamed = true;
@@ -234,8 +236,8 @@ int cmd_generate(int argc, char **argv) {
     }
     uint64_t t_decode = tb_now_ns() - t0;
     if (!o.ids) {
-        int k = tb_detok_flush(g.d, out, sizeof out);
-        if (k > 0) fwrite(out, 1, (size_t)k, stdout);
+        int k;
+        while ((k = tb_detok_flush(g.d, out, sizeof out)) > 0) fwrite(out, 1, (size_t)k, stdout);
         printf("\n");
     }
     fflush(stdout);

@@ -20,8 +20,10 @@
  *     tb_sampler_t *smp; tb_sampler_new(&(tb_sampler_params_t){.temp = 0}, &smp);
  *     for (int i = 0; i < 32; i++) {
  *         int32_t t = tb_sampler_sample(smp, tb_session_logits(s, -1), tb_model_n_vocab(m));
- *         char buf[64]; int k = tb_detok_push(d, t, buf, sizeof buf);  // see tb_detok_*
- *         fwrite(buf, 1, k, stdout);
+ *         char buf[64];                                    // see tb_detok_*
+ *         for (int k = tb_detok_push(d, t, buf, sizeof buf); k > 0;
+ *              k = tb_detok_drain(d, buf, sizeof buf))
+ *             fwrite(buf, 1, k, stdout);
  *         tb_session_eval(s, &t, 1, false);            // decode
  *     }
  *     tb_sampler_free(smp); tb_session_free(s); tb_model_free(m);
@@ -382,11 +384,21 @@ int tb_token_to_bytes(const tb_tokenizer_t *t, int32_t id, bool special,
  * leading space SentencePiece adds to the first token. */
 typedef struct tb_detok tb_detok_t;
 int  tb_detok_new(const tb_tokenizer_t *t, tb_detok_t **out);
-/* Push one id, copy newly completed text to out (at most cap bytes; a piece
- * is at most 256 bytes). Returns bytes written or a negative status. */
+/* Push one id, copy newly completed text to out: at most cap bytes, whole
+ * characters only. A token's text has no length limit; what does not fit
+ * stays pending, so after each push call tb_detok_drain until it returns 0
+ * (or size out for the longest piece). Returns bytes written or a negative
+ * status. With cap >= 4 a return of 0 means nothing complete is left; a
+ * smaller cap may leave a character pending (see tb_detok_pending). */
 int  tb_detok_push(tb_detok_t *d, int32_t id, char *out, size_t cap);
-/* Emit whatever is pending (invalid trailing bytes become U+FFFD). */
+/* Copy more complete characters still pending (no new id) to out; 0 when
+ * none are left. Loop: while ((k = tb_detok_drain(d, buf, n)) > 0) ... */
+int  tb_detok_drain(tb_detok_t *d, char *out, size_t cap);
+/* Emit whatever is pending (invalid trailing bytes become U+FFFD), at most
+ * cap bytes per call: call until it returns 0. */
 int  tb_detok_flush(tb_detok_t *d, char *out, size_t cap);
+/* Bytes received and not yet emitted. */
+size_t tb_detok_pending(const tb_detok_t *d);
 void tb_detok_free(tb_detok_t *d);
 
 /* ===================================================================== */
