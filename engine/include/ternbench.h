@@ -318,10 +318,17 @@ typedef struct tb_gguf_writer tb_gguf_writer_t;
 
 /* Usage: new → set_* / add_tensor (declare all) → begin(path) →
  * write_tensor_data for each tensor in declaration order (any number of
- * chunks per tensor) → finish. finish() writes to PATH.tmp then renames,
- * so a killed writer never leaves a half file under the final name. */
+ * chunks per tensor) → finish. begin() creates a private temporary beside
+ * PATH (PATH.XXXXXX.tmp, unique per writer) and finish() renames it to PATH,
+ * so a killed writer never leaves a half file under the final name and two
+ * writers of one PATH publish one complete file each, the last rename
+ * winning. A SIGKILLed writer leaves its PATH.XXXXXX.tmp behind. */
 int  tb_gguf_writer_new(tb_gguf_writer_t **out);
-void tb_gguf_writer_free(tb_gguf_writer_t *w);   /* removes PATH.tmp if unfinished */
+void tb_gguf_writer_free(tb_gguf_writer_t *w);   /* removes the temporary if unfinished */
+/* Remove the temporary file of every writer of this process that has begun
+ * and not finished. Async-signal-safe: for a SIGINT/SIGTERM handler that
+ * then terminates the process (the writers are left unusable). */
+void tb_gguf_writer_remove_inflight(void);
 
 int tb_gguf_set_u8  (tb_gguf_writer_t *w, const char *key, uint8_t v);
 int tb_gguf_set_u32 (tb_gguf_writer_t *w, const char *key, uint32_t v);
