@@ -674,7 +674,19 @@ typedef struct tb_synth_params {
 
 /* NULL-terminated list of preset names. */
 const char *const *tb_synth_presets(void);
+/* Write the model of preset p->preset to out_path. Deterministic: the same
+ * params give the same bytes. The file records its provenance in
+ * ternbench.synth.* keys (preset, type, seed, a vocabulary digest and a
+ * tensor-data digest) for tb_synth_verify. */
 int tb_synth_model(const tb_synth_params_t *p, const char *out_path);
+/* Check that the file at path is what tb_synth_model(p, ...) writes: its
+ * ternbench.synth.* keys name p's preset, projection type, seed and
+ * vocabulary (p->vocab_from's tokenizer keys, or the built-in one), its
+ * size is the preset's exact size and its tensor data matches the recorded
+ * digest (the whole file is read). TB_OK, or TB_ERR_FORMAT naming the file
+ * and what differs (also for a file without the keys); a cache must not
+ * use the file then. The digests catch mistakes, not forgery. */
+int tb_synth_verify(const tb_synth_params_t *p, const char *path);
 
 /* Requantize the 2-D projection/expert tensors of `in` to `type`; norms,
  * router and (unless they fit) embeddings/output keep their type. Tensors

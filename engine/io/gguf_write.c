@@ -507,6 +507,33 @@ int tb_gguf_write_tensor_data(tb_gguf_writer_t *w, const void *data, size_t n) {
     return TB_OK;
 }
 
+int tb_gguf_writer_patch_u64(tb_gguf_writer_t *w, const char *key, uint64_t v) {
+    if (w->state != W_WRITING)
+        return tb_err(TB_ERR_ARG, "gguf writer: patch of '%s' outside begin()..finish()", key);
+    uint64_t off = 24;   /* magic, version, n_tensors, n_kv */
+    for (size_t i = 0; i < w->n_kv; i++) {
+        const wkv_t *e = &w->kvs[i];
+        uint32_t vt;
+        memcpy(&vt, e->blob, 4);
+        if (strcmp(e->key, key) != 0) {
+            off += 8 + strlen(e->key) + e->len;
+            continue;
+        }
+        if (vt != TB_GGUF_UINT64 || e->len != 12)
+            return tb_err(TB_ERR_ARG, "gguf writer: key '%s' to patch is not a uint64", key);
+        memcpy(e->blob + 4, &v, 8);
+        off += 8 + strlen(e->key) + 4;
+        if (fflush(w->f) != 0) return fail_io(w, errno, "flush");
+        if (fseeko(w->f, (off_t)off, SEEK_SET) != 0) return fail_io(w, errno, "seek");
+        int rc = wr(w, &v, 8);
+        if (rc) return rc;
+        if (fflush(w->f) != 0) return fail_io(w, errno, "flush");
+        if (fseeko(w->f, 0, SEEK_END) != 0) return fail_io(w, errno, "seek");
+        return TB_OK;
+    }
+    return tb_err(TB_ERR_NOT_FOUND, "gguf writer: no key '%s' to patch", key);
+}
+
 /* fsync the directory holding `path` so the rename is durable (best effort). */
 static void sync_dir(const char *path) {
     const char *slash = strrchr(path, '/');
