@@ -205,6 +205,8 @@ int cmd_generate(int argc, char **argv) {
         gen_free(&g);
         return usage_error("--ctx is smaller than the prompt plus -n (%s)", "raise --ctx or lower -n");
     }
+    char note[256];
+    if (tb_model_ctx_check(g.m, sp.n_ctx, note, sizeof note)) fprintf(stderr, "ternbench generate: warning: %s\n", note);
     if (tb_session_new(g.m, &sp, &g.s) != TB_OK) return engine_error(&g);
     if (tb_sampler_new(&o.sp, &g.smp) != TB_OK) return engine_error(&g);
     if (tb_detok_new(tok, &g.d) != TB_OK) return engine_error(&g);

@@ -489,6 +489,13 @@ typedef struct tb_bytes_per_token {
     uint64_t total;
 } tb_bytes_per_token_t;
 
+/* True when a session of n_ctx positions exceeds the model's trained
+ * context (general context_length; unknown: false); note[cap] then gets a
+ * one-line explanation for a warning ("" otherwise). Such a context is
+ * allowed: speed is measured as usual, text past the trained length is
+ * not meaningful. */
+bool tb_model_ctx_check(const tb_model_t *m, int32_t n_ctx, char *note, size_t cap);
+
 /* Load with default parameters (TB_WEIGHTS_COPY). */
 int  tb_model_load(const char *path, tb_model_t **out);
 /* Load with explicit parameters (NULL: defaults). */

@@ -2,7 +2,8 @@
  * test_synth_longtok.c — tokens longer than any output buffer lose no
  * byte: the streaming detokenizer through the API (push, then drain until
  * 0; flush until 0) and `detokenize` / `generate` through the binary (its
- * path is argv[1]) on a model whose every token is 3000 bytes.
+ * path is argv[1]) on a model whose every token is 3000 bytes. Also:
+ * generate warns when --ctx exceeds the model's trained context.
  */
 #include "synth_test.h"
 
@@ -141,6 +142,18 @@ static void test_cli_prints_every_byte(void **state) {
         assert_true(id >= 0);
     }
     free(out);
+    char *err = slurp("err.txt", &n);
+    assert_non_null(err);
+    assert_null(strstr(err, "warning"));
+    free(err);
+
+    /* llama-tiny is trained for 2048 positions: a longer --ctx runs, with a warning */
+    snprintf(args, sizeof args, "generate -m '%s' -p 'T001' -n 1 --temp 0 -t 1 --ctx 4096", model);
+    assert_int_equal(run(args, "gen.txt"), 0);
+    err = slurp("err.txt", &n);
+    assert_non_null(err);
+    assert_non_null(strstr(err, "warning: context of 4096 positions exceeds the 2048"));
+    free(err);
 }
 
 int main(int argc, char **argv) {

@@ -1,7 +1,9 @@
 /*
- * test_synth_vocab.c — a model whose tokenizer and token_embd disagree
- * on the vocabulary size is refused at load, naming the file and both
- * counts (one token fewer and one more than the embedding has rows).
+ * test_synth_vocab.c — checks of a model against itself at load and at
+ * session size: a model whose tokenizer and token_embd disagree on the
+ * vocabulary size is refused at load, naming the file and both counts
+ * (one token fewer and one more than the embedding has rows); a context
+ * longer than the trained one is flagged by tb_model_ctx_check.
  */
 #include "synth_test.h"
 
@@ -73,10 +75,30 @@ static void test_vocab_size_mismatch_refused(void **state) {
     }
 }
 
+static void test_ctx_beyond_training_flagged(void **state) {
+    (void)state;
+    char src[512];
+    st_tmp_path(src, sizeof src, "ctx.gguf");
+    assert_int_equal(st_synth("llama-tiny", -1, 3, NULL, src), TB_OK);
+    tb_model_t *m;
+    assert_int_equal(tb_model_load(src, &m), TB_OK);
+    tb_model_info_t info;
+    assert_int_equal(tb_model_get_info(m, &info), TB_OK);
+    assert_int_equal(info.n_ctx_train, 2048);
+    char note[256] = "x";
+    assert_false(tb_model_ctx_check(m, 2048, note, sizeof note));
+    assert_string_equal(note, "");
+    assert_true(tb_model_ctx_check(m, 2049, note, sizeof note));
+    assert_non_null(strstr(note, "context of 2049 positions exceeds the 2048 the model was trained for"));
+    assert_true(tb_model_ctx_check(m, 100000, NULL, 0));
+    tb_model_free(m);
+}
+
 int main(void) {
     st_tmp_init();
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_vocab_size_mismatch_refused),
+        cmocka_unit_test(test_ctx_beyond_training_flagged),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     st_tmp_cleanup();
