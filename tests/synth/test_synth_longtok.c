@@ -58,10 +58,17 @@ static int teardown(void **state) {
     return 0;
 }
 
-/* Whole captured file (caller frees). */
+/* Whole captured file, NUL-terminated (caller frees); *n excludes the NUL. */
 static char *slurp(const char *name, size_t *n) {
     char p[512];
-    return (char *)st_read_all(st_tmp_path(p, sizeof p, name), n);
+    uint8_t *b = st_read_all(st_tmp_path(p, sizeof p, name), n);
+    char *s = b ? malloc(*n + 1) : NULL;
+    if (s) {
+        memcpy(s, b, *n);
+        s[*n] = '\0';
+    }
+    free(b);
+    return s;
 }
 
 static void test_api_drains_every_byte(void **state) {
