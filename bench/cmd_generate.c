@@ -204,6 +204,8 @@ int cmd_generate(int argc, char **argv) {
         gen_free(&g);
         return usage_error("--ctx is smaller than the prompt plus -n (%s)", "raise --ctx or lower -n");
     }
+    char note[256];
+    if (tb_model_ctx_check(g.m, sp.n_ctx, note, sizeof note)) fprintf(stderr, "ternbench generate: warning: %s\n", note);
     if (tb_session_new(g.m, &sp, &g.s) != TB_OK) return engine_error(&g);
     if (tb_sampler_new(&o.sp, &g.smp) != TB_OK) return engine_error(&g);
     if (tb_detok_new(tok, &g.d) != TB_OK) return engine_error(&g);
@@ -223,9 +225,11 @@ int cmd_generate(int argc, char **argv) {
         if (o.ids) {
             printf("%d\n", t);
         } else {
-            int k = tb_detok_push(g.d, t, out, sizeof out);
-            if (k < 0) return engine_error(&g);
-            fwrite(out, 1, (size_t)k, stdout);
+            /* a long token drains in several calls */
+            for (int k = tb_detok_push(g.d, t, out, sizeof out); k != 0; k = tb_detok_drain(g.d, out, sizeof out)) {
+                if (k < 0) return engine_error(&g);
+                fwrite(out, 1, (size_t)k, stdout);
+            }
         }
         fflush(stdout);
         g.streamed = true;
@@ -233,8 +237,8 @@ int cmd_generate(int argc, char **argv) {
     }
     uint64_t t_decode = tb_now_ns() - t0;
     if (!o.ids) {
-        int k = tb_detok_flush(g.d, out, sizeof out);
-        if (k > 0) fwrite(out, 1, (size_t)k, stdout);
+        int k;
+        while ((k = tb_detok_flush(g.d, out, sizeof out)) > 0) fwrite(out, 1, (size_t)k, stdout);
         printf("\n");
     }
     fflush(stdout);

@@ -67,19 +67,18 @@ static void synth_progress(void *ud, uint64_t done, uint64_t total) {
 /* Interruption                                                           */
 /* ===================================================================== */
 
-static char tmp_path[4096];   /* OUT.tmp the GGUF writer is filling, or "" */
-
 static void on_signal(int sig) {
-    if (tmp_path[0]) unlink(tmp_path);   /* async-signal-safe */
+    tb_gguf_writer_remove_inflight();   /* async-signal-safe */
     signal(sig, SIG_DFL);
     raise(sig);
 }
 
-/* SIGINT/SIGTERM/SIGHUP while OUT is written remove OUT.tmp (the writer's
- * staging name, see tb_gguf_writer_begin), then terminate as the signal
- * would: an interrupted command leaves neither a half file nor litter. */
+/* SIGINT/SIGTERM/SIGHUP while OUT is written remove the writer's private
+ * temporary (OUT.XXXXXX.tmp, see tb_gguf_writer_begin), then terminate as
+ * the signal would: an interrupted command leaves neither a half file nor
+ * litter. */
 static void guard_tmp(const char *out) {
-    if ((size_t)snprintf(tmp_path, sizeof tmp_path, "%s.tmp", out) >= sizeof tmp_path) tmp_path[0] = '\0';
+    (void)out;
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_signal;

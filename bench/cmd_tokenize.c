@@ -203,13 +203,15 @@ int cmd_detokenize(int argc, char **argv) {
     tb_detok_t *d = NULL;
     char out[1024];
     if (tb_detok_new(tok, &d) != TB_OK) rc = engine_error("detokenize");
-    for (int i = 0; i < n && !rc; i++) {
-        int k = tb_detok_push(d, ids[i], out, sizeof out);
-        if (k < 0) rc = engine_error("detokenize");
-        else fwrite(out, 1, (size_t)k, stdout);
+    for (int i = 0; i < n && !rc; i++) {   /* a long token drains in several calls */
+        for (int k = tb_detok_push(d, ids[i], out, sizeof out); !rc && k != 0;
+             k = tb_detok_drain(d, out, sizeof out)) {
+            if (k < 0) rc = engine_error("detokenize");
+            else fwrite(out, 1, (size_t)k, stdout);
+        }
     }
-    if (!rc) {
-        int k = tb_detok_flush(d, out, sizeof out);
+    for (int k = 1; !rc && k != 0;) {
+        k = tb_detok_flush(d, out, sizeof out);
         if (k < 0) rc = engine_error("detokenize");
         else fwrite(out, 1, (size_t)k, stdout);
     }

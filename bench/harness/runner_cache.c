@@ -102,7 +102,6 @@ int tb_runner_model_path(const tb_plan_t *plan, int variant, char **path, int qu
     if (asprintf(&final, "%s/%s-%s-seed%lld%s.gguf", dir, preset, type,
                  (long long)m->v[K_MODEL_SEED].i, vtag) < 0)
         return tb_err(TB_ERR_NOMEM, "out of memory");
-    if (access(final, R_OK) == 0) { *path = final; return TB_OK; }
 
     int rc = make_dirs(dir);
     if (rc) { free(final); return rc; }
@@ -113,6 +112,11 @@ int tb_runner_model_path(const tb_plan_t *plan, int variant, char **path, int qu
         tb_type_t t;
         if ((rc = tb_type_from_name(type, &t))) { free(final); return rc; }
         sp.type = (int)t;
+    }
+    if (access(final, R_OK) == 0) {   /* cached: used only once verified to be this model */
+        if ((rc = tb_synth_verify(&sp, final))) { free(final); return rc; }
+        *path = final;
+        return TB_OK;
     }
     int last = -1;
     if (!quiet && isatty(STDERR_FILENO)) { sp.progress = synth_progress; sp.progress_ud = &last; }

@@ -20,8 +20,10 @@
  *     tb_sampler_t *smp; tb_sampler_new(&(tb_sampler_params_t){.temp = 0}, &smp);
  *     for (int i = 0; i < 32; i++) {
  *         int32_t t = tb_sampler_sample(smp, tb_session_logits(s, -1), tb_model_n_vocab(m));
- *         char buf[64]; int k = tb_detok_push(d, t, buf, sizeof buf);  // see tb_detok_*
- *         fwrite(buf, 1, k, stdout);
+ *         char buf[64];                                    // see tb_detok_*
+ *         for (int k = tb_detok_push(d, t, buf, sizeof buf); k > 0;
+ *              k = tb_detok_drain(d, buf, sizeof buf))
+ *             fwrite(buf, 1, k, stdout);
  *         tb_session_eval(s, &t, 1, false);            // decode
  *     }
  *     tb_sampler_free(smp); tb_session_free(s); tb_model_free(m);
@@ -417,10 +419,17 @@ typedef struct tb_gguf_writer tb_gguf_writer_t;
 
 /* Usage: new → set_* / add_tensor (declare all) → begin(path) →
  * write_tensor_data for each tensor in declaration order (any number of
- * chunks per tensor) → finish. finish() writes to PATH.tmp then renames,
- * so a killed writer never leaves a half file under the final name. */
+ * chunks per tensor) → finish. begin() creates a private temporary beside
+ * PATH (PATH.XXXXXX.tmp, unique per writer) and finish() renames it to PATH,
+ * so a killed writer never leaves a half file under the final name and two
+ * writers of one PATH publish one complete file each, the last rename
+ * winning. A SIGKILLed writer leaves its PATH.XXXXXX.tmp behind. */
 int  tb_gguf_writer_new(tb_gguf_writer_t **out);
-void tb_gguf_writer_free(tb_gguf_writer_t *w);   /* removes PATH.tmp if unfinished */
+void tb_gguf_writer_free(tb_gguf_writer_t *w);   /* removes the temporary if unfinished */
+/* Remove the temporary file of every writer of this process that has begun
+ * and not finished. Async-signal-safe: for a SIGINT/SIGTERM handler that
+ * then terminates the process (the writers are left unusable). */
+void tb_gguf_writer_remove_inflight(void);
 
 int tb_gguf_set_u8  (tb_gguf_writer_t *w, const char *key, uint8_t v);
 int tb_gguf_set_u32 (tb_gguf_writer_t *w, const char *key, uint32_t v);
@@ -483,11 +492,21 @@ int tb_token_to_bytes(const tb_tokenizer_t *t, int32_t id, bool special,
  * leading space SentencePiece adds to the first token. */
 typedef struct tb_detok tb_detok_t;
 int  tb_detok_new(const tb_tokenizer_t *t, tb_detok_t **out);
-/* Push one id, copy newly completed text to out (at most cap bytes; a piece
- * is at most 256 bytes). Returns bytes written or a negative status. */
+/* Push one id, copy newly completed text to out: at most cap bytes, whole
+ * characters only. A token's text has no length limit; what does not fit
+ * stays pending, so after each push call tb_detok_drain until it returns 0
+ * (or size out for the longest piece). Returns bytes written or a negative
+ * status. With cap >= 4 a return of 0 means nothing complete is left; a
+ * smaller cap may leave a character pending (see tb_detok_pending). */
 int  tb_detok_push(tb_detok_t *d, int32_t id, char *out, size_t cap);
-/* Emit whatever is pending (invalid trailing bytes become U+FFFD). */
+/* Copy more complete characters still pending (no new id) to out; 0 when
+ * none are left. Loop: while ((k = tb_detok_drain(d, buf, n)) > 0) ... */
+int  tb_detok_drain(tb_detok_t *d, char *out, size_t cap);
+/* Emit whatever is pending (invalid trailing bytes become U+FFFD), at most
+ * cap bytes per call: call until it returns 0. */
 int  tb_detok_flush(tb_detok_t *d, char *out, size_t cap);
+/* Bytes received and not yet emitted. */
+size_t tb_detok_pending(const tb_detok_t *d);
 void tb_detok_free(tb_detok_t *d);
 
 /* ===================================================================== */
@@ -571,6 +590,13 @@ typedef struct tb_bytes_per_token {
     uint64_t total;
     int32_t head_approx;    /* 1: output counts an approximate head's rows   */
 } tb_bytes_per_token_t;
+
+/* True when a session of n_ctx positions exceeds the model's trained
+ * context (general context_length; unknown: false); note[cap] then gets a
+ * one-line explanation for a warning ("" otherwise). Such a context is
+ * allowed: speed is measured as usual, text past the trained length is
+ * not meaningful. */
+bool tb_model_ctx_check(const tb_model_t *m, int32_t n_ctx, char *note, size_t cap);
 
 /* Load with default parameters (TB_WEIGHTS_COPY). */
 int  tb_model_load(const char *path, tb_model_t **out);
@@ -785,7 +811,19 @@ typedef struct tb_synth_params {
 
 /* NULL-terminated list of preset names. */
 const char *const *tb_synth_presets(void);
+/* Write the model of preset p->preset to out_path. Deterministic: the same
+ * params give the same bytes. The file records its provenance in
+ * ternbench.synth.* keys (preset, type, seed, a vocabulary digest and a
+ * tensor-data digest) for tb_synth_verify. */
 int tb_synth_model(const tb_synth_params_t *p, const char *out_path);
+/* Check that the file at path is what tb_synth_model(p, ...) writes: its
+ * ternbench.synth.* keys name p's preset, projection type, seed and
+ * vocabulary (p->vocab_from's tokenizer keys, or the built-in one), its
+ * size is the preset's exact size and its tensor data matches the recorded
+ * digest (the whole file is read). TB_OK, or TB_ERR_FORMAT naming the file
+ * and what differs (also for a file without the keys); a cache must not
+ * use the file then. The digests catch mistakes, not forgery. */
+int tb_synth_verify(const tb_synth_params_t *p, const char *path);
 
 /* Requantize the 2-D projection/expert tensors of `in` to `type`; norms,
  * router and (unless they fit) embeddings/output keep their type. Tensors

@@ -41,6 +41,14 @@ size_t tb_gguf_vtype_size(uint32_t t);
 int tb_gguf_kv_raw(const tb_gguf_t *g, int64_t i, uint32_t *type,
                    const uint8_t **bytes, uint64_t *len);
 
+/* Overwrite the value of uint64 key `key` of a writer between begin() and
+ * finish() (for a digest of data streamed after the header). */
+int tb_gguf_writer_patch_u64(tb_gguf_writer_t *w, const char *key, uint64_t v);
+
+/* Slots inspected while the key index and the tensor-name index were
+ * built at open (about 1.5 per name for any names; tests bound it). */
+void tb_gguf_index_probes(const tb_gguf_t *g, uint64_t *kv, uint64_t *tensors);
+
 static inline uint64_t tb_gguf_align_up(uint64_t x, uint64_t a) {
     return (x + a - 1) / a * a;
 }

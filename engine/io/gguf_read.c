@@ -14,9 +14,12 @@
  *   stroffs  for string arrays: file offset of each element, so that
  *            tb_gguf_arr_get is O(1)
  *   tensors  tb_gguf_tensor_t, validated (type, shape, offset, overlap)
- *   index    open-addressing hash over keys and over tensor names
+ *   index    open-addressing hash over keys and over tensor names, keyed
+ *            SipHash-2-4 (util/siphash.h) so that no file can choose where
+ *            its names land: opening stays linear for any names
  */
 #include "io/gguf_impl.h"
+#include "util/siphash.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -52,6 +55,7 @@ typedef struct arr_desc {
 typedef struct name_index {
     int64_t *slots;    /* entry index or -1; capacity is a power of two  */
     uint64_t mask;
+    uint64_t probes;   /* slots inspected while the index was built        */
 } name_index_t;
 
 struct tb_gguf {
@@ -93,12 +97,8 @@ static int vec_reserve(void **p, uint64_t *cap, uint64_t need, size_t size) {
     return TB_OK;
 }
 
-/* FNV-1a over a NUL-terminated string. */
-static uint64_t hash_str(const char *s) {
-    uint64_t h = 1469598103934665603ull;
-    for (; *s; s++) h = (h ^ (uint8_t)*s) * 1099511628211ull;
-    return h;
-}
+/* Keyed hash of a NUL-terminated string (the per-process key). */
+static uint64_t hash_str(const char *s) { return tb_hash_bytes(s, strlen(s)); }
 
 static int index_init(name_index_t *ix, int64_t n) {
     uint64_t cap = 16;
@@ -111,12 +111,16 @@ static int index_init(name_index_t *ix, int64_t n) {
 }
 
 /* Slot of `name` in ix: holding it, or the empty slot where it would go.
- * name_of(ctx, i) gives the name of entry i. */
+ * name_of(ctx, i) gives the name of entry i; *probes counts the slots seen. */
 static uint64_t index_slot(const name_index_t *ix, const char *name,
-                           const char *(*name_of)(const tb_gguf_t *, int64_t), const tb_gguf_t *g) {
-    uint64_t h = hash_str(name) & ix->mask;
-    while (ix->slots[h] >= 0 && strcmp(name_of(g, ix->slots[h]), name) != 0)
+                           const char *(*name_of)(const tb_gguf_t *, int64_t), const tb_gguf_t *g,
+                           uint64_t *probes) {
+    uint64_t h = hash_str(name) & ix->mask, k = 1;
+    while (ix->slots[h] >= 0 && strcmp(name_of(g, ix->slots[h]), name) != 0) {
         h = (h + 1) & ix->mask;
+        k++;
+    }
+    *probes += k;
     return h;
 }
 
@@ -450,7 +454,7 @@ static int build_index(tb_gguf_t *g, const cursor_t *c, name_index_t *ix, int64_
                        uint64_t (*at_of)(const tb_gguf_t *, int64_t), const char *what) {
     int rc = index_init(ix, n);
     for (int64_t i = 0; i < n && !rc; i++) {
-        uint64_t slot = index_slot(ix, name_of(g, i), name_of, g);
+        uint64_t slot = index_slot(ix, name_of(g, i), name_of, g, &ix->probes);
         if (ix->slots[slot] >= 0)
             return FMT_ERR(c, at_of(g, i), "duplicate %s '%s' (first at offset 0x%" PRIx64 "; expected each once)",
                            what, name_of(g, i), at_of(g, ix->slots[slot]));
@@ -632,12 +636,19 @@ int tb_gguf_kv_raw(const tb_gguf_t *g, int64_t i, uint32_t *type, const uint8_t 
 
 int64_t tb_gguf_find_kv(const tb_gguf_t *g, const char *key) {
     if (!key) return -1;
-    return g->kv_index.slots[index_slot(&g->kv_index, key, kv_name, g)];
+    uint64_t probes = 0;
+    return g->kv_index.slots[index_slot(&g->kv_index, key, kv_name, g, &probes)];
 }
 
 int64_t tb_gguf_find_tensor(const tb_gguf_t *g, const char *name) {
     if (!name) return -1;
-    return g->tensor_index.slots[index_slot(&g->tensor_index, name, tensor_name, g)];
+    uint64_t probes = 0;
+    return g->tensor_index.slots[index_slot(&g->tensor_index, name, tensor_name, g, &probes)];
+}
+
+void tb_gguf_index_probes(const tb_gguf_t *g, uint64_t *kv, uint64_t *tensors) {
+    *kv = g->kv_index.probes;
+    *tensors = g->tensor_index.probes;
 }
 
 int tb_gguf_arr_get(const tb_gguf_t *g, const tb_gguf_value_t *arr, uint64_t idx, tb_gguf_value_t *out) {

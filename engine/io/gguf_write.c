@@ -2,10 +2,14 @@
  * gguf_write.c — streaming GGUF v3 writer.
  *
  * Metadata and tensor declarations are held in memory (they are small);
- * tensor data is streamed through a buffered FILE* straight to PATH.tmp,
- * so writing a 6 GB model needs a few MB of RAM. finish() flushes, fsyncs
- * and renames PATH.tmp to PATH; any failure removes PATH.tmp and leaves the
- * writer failed (every later call returns an error).
+ * tensor data is streamed through a buffered FILE* straight to a private
+ * temporary file beside PATH, PATH.XXXXXX.tmp (mkstemps: unique, so two
+ * writers of one PATH never share an inode), so writing a 6 GB model needs
+ * a few MB of RAM. finish() flushes, fsyncs and renames the temporary to
+ * PATH (atomic: PATH is always one writer's complete file); any failure
+ * removes the temporary and leaves the writer failed (every later call
+ * returns an error). Temporaries being written are listed in a fixed table
+ * that tb_gguf_writer_remove_inflight() empties from a signal handler.
  *
  * The output is what llama.cpp's gguf reader expects: tensor offsets are
  * consecutive in declaration order, each tensor's data is zero-padded to
@@ -19,10 +23,66 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stdatomic.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define WRITE_BUFFER_BYTES (1u << 20)
+
+/* ===================================================================== */
+/* Temporaries in flight (for signal handlers)                            */
+/* ===================================================================== */
+
+#define INFLIGHT_SLOTS 16
+#define INFLIGHT_PATH 4096
+
+/* state: 0 free, 1 being filled or cleared, 2 holds a path to remove */
+static _Atomic int inflight_state[INFLIGHT_SLOTS];
+static char inflight_path[INFLIGHT_SLOTS][INFLIGHT_PATH];
+
+/* Slot now holding `path`, or -1 (table full or path too long: such a
+ * temporary is still removed on every failure, only not by a signal). */
+static int inflight_add(const char *path) {
+    size_t n = strlen(path);
+    if (n >= INFLIGHT_PATH) return -1;
+    for (int i = 0; i < INFLIGHT_SLOTS; i++) {
+        int want = 0;
+        if (!atomic_compare_exchange_strong(&inflight_state[i], &want, 1)) continue;
+        memcpy(inflight_path[i], path, n + 1);
+        atomic_store(&inflight_state[i], 2);
+        return i;
+    }
+    return -1;
+}
+
+static void inflight_drop(int slot) {
+    if (slot < 0) return;
+    atomic_store(&inflight_state[slot], 1);
+    inflight_path[slot][0] = '\0';
+    atomic_store(&inflight_state[slot], 0);
+}
+
+void tb_gguf_writer_remove_inflight(void) {
+    for (int i = 0; i < INFLIGHT_SLOTS; i++)
+        if (atomic_load(&inflight_state[i]) == 2) unlink(inflight_path[i]);   /* async-signal-safe */
+}
+
+/* Permissions for a new file under the process umask (mkstemp gives 0600;
+ * the published model should look like any file the user creates). The
+ * umask is read from /proc, as umask(2) cannot read it without setting it. */
+static mode_t file_mode(void) {
+    mode_t mask = 022;
+    FILE *f = fopen("/proc/self/status", "re");
+    if (f) {
+        char line[256];
+        unsigned m;
+        while (fgets(line, sizeof line, f))
+            if (sscanf(line, "Umask: %o", &m) == 1) { mask = (mode_t)m; break; }
+        fclose(f);
+    }
+    return 0666 & ~mask;
+}
 
 /* ===================================================================== */
 /* State                                                                  */
@@ -53,7 +113,8 @@ struct tb_gguf_writer {
     uint32_t alignment;
 
     int state;
-    char *path, *tmp;
+    char *path, *tmp;       /* PATH and its private temporary PATH.XXXXXX.tmp */
+    int inflight;           /* slot of tmp in the in-flight table, or -1   */
     FILE *f;
     char *fbuf;             /* stdio buffer of WRITE_BUFFER_BYTES         */
     size_t cur;             /* tensor receiving data                       */
@@ -67,17 +128,20 @@ int tb_gguf_writer_new(tb_gguf_writer_t **out) {
     tb_gguf_writer_t *w = calloc(1, sizeof *w);
     if (!w) return tb_err(TB_ERR_NOMEM, "gguf writer: out of memory");
     w->alignment = TB_GGUF_DEFAULT_ALIGNMENT;
+    w->inflight = -1;
     *out = w;
     return TB_OK;
 }
 
-/* Close and remove PATH.tmp if it is still open. */
+/* Close and remove the temporary if it is still open. */
 static void discard_tmp(tb_gguf_writer_t *w) {
     if (w->f) {
         fclose(w->f);
         w->f = NULL;
         unlink(w->tmp);
     }
+    inflight_drop(w->inflight);
+    w->inflight = -1;
     free(w->fbuf);
     w->fbuf = NULL;
 }
@@ -317,7 +381,7 @@ int tb_gguf_add_tensor(tb_gguf_writer_t *w, const char *name, tb_type_t type, in
 /* Streaming                                                              */
 /* ===================================================================== */
 
-/* Record an I/O failure (errno `e`) of `what`: drop PATH.tmp, fail the writer. */
+/* Record an I/O failure (errno `e`) of `what`: drop the temporary, fail the writer. */
 static int fail_io(tb_gguf_writer_t *w, int e, const char *what) {
     discard_tmp(w);
     w->state = W_FAILED;
@@ -383,10 +447,10 @@ int tb_gguf_writer_begin(tb_gguf_writer_t *w, const char *path) {
     free(w->path);
     free(w->tmp);
     w->path = strdup(path);
-    w->tmp = malloc(n + 5);
+    w->tmp = malloc(n + 12);
     if (!w->path || !w->tmp) return tb_err(TB_ERR_NOMEM, "gguf writer: out of memory");
     memcpy(w->tmp, path, n);
-    memcpy(w->tmp + n, ".tmp", 5);
+    memcpy(w->tmp + n, ".XXXXXX.tmp", 12);
 
     uint64_t off = 0;   /* consecutive, each padded to the alignment */
     for (size_t i = 0; i < w->n_ts; i++) {
@@ -396,8 +460,17 @@ int tb_gguf_writer_begin(tb_gguf_writer_t *w, const char *path) {
             return tb_err(TB_ERR_ARG, "gguf writer: tensor data exceeds 2^64 bytes");
         w->data_total += w->ts[i].nbytes;
     }
-    w->f = fopen(w->tmp, "wbe");
-    if (!w->f) return tb_err(TB_ERR_IO, "%s: cannot create: %s", w->tmp, strerror(errno));
+    int fd = mkostemps(w->tmp, 4, O_CLOEXEC);
+    if (fd < 0) return tb_err(TB_ERR_IO, "%s: cannot create a temporary file beside it: %s", path, strerror(errno));
+    w->inflight = inflight_add(w->tmp);
+    if (fchmod(fd, file_mode()) != 0 || !(w->f = fdopen(fd, "wb"))) {
+        int e = errno;
+        close(fd);
+        unlink(w->tmp);
+        inflight_drop(w->inflight);
+        w->inflight = -1;
+        return tb_err(TB_ERR_IO, "%s: cannot open: %s", w->tmp, strerror(e));
+    }
     w->fbuf = malloc(WRITE_BUFFER_BYTES);
     if (w->fbuf) setvbuf(w->f, w->fbuf, _IOFBF, WRITE_BUFFER_BYTES);
     w->state = W_WRITING;
@@ -434,6 +507,33 @@ int tb_gguf_write_tensor_data(tb_gguf_writer_t *w, const void *data, size_t n) {
     return TB_OK;
 }
 
+int tb_gguf_writer_patch_u64(tb_gguf_writer_t *w, const char *key, uint64_t v) {
+    if (w->state != W_WRITING)
+        return tb_err(TB_ERR_ARG, "gguf writer: patch of '%s' outside begin()..finish()", key);
+    uint64_t off = 24;   /* magic, version, n_tensors, n_kv */
+    for (size_t i = 0; i < w->n_kv; i++) {
+        const wkv_t *e = &w->kvs[i];
+        uint32_t vt;
+        memcpy(&vt, e->blob, 4);
+        if (strcmp(e->key, key) != 0) {
+            off += 8 + strlen(e->key) + e->len;
+            continue;
+        }
+        if (vt != TB_GGUF_UINT64 || e->len != 12)
+            return tb_err(TB_ERR_ARG, "gguf writer: key '%s' to patch is not a uint64", key);
+        memcpy(e->blob + 4, &v, 8);
+        off += 8 + strlen(e->key) + 4;
+        if (fflush(w->f) != 0) return fail_io(w, errno, "flush");
+        if (fseeko(w->f, (off_t)off, SEEK_SET) != 0) return fail_io(w, errno, "seek");
+        int rc = wr(w, &v, 8);
+        if (rc) return rc;
+        if (fflush(w->f) != 0) return fail_io(w, errno, "flush");
+        if (fseeko(w->f, 0, SEEK_END) != 0) return fail_io(w, errno, "seek");
+        return TB_OK;
+    }
+    return tb_err(TB_ERR_NOT_FOUND, "gguf writer: no key '%s' to patch", key);
+}
+
 /* fsync the directory holding `path` so the rename is durable (best effort). */
 static void sync_dir(const char *path) {
     const char *slash = strrchr(path, '/');
@@ -468,8 +568,10 @@ int tb_gguf_writer_finish(tb_gguf_writer_t *w) {
     }
     free(w->fbuf);
     w->fbuf = NULL;
-    if (rename(w->tmp, w->path) != 0) {
-        int e = errno;
+    int rc = rename(w->tmp, w->path), e = errno;
+    inflight_drop(w->inflight);
+    w->inflight = -1;
+    if (rc != 0) {
         unlink(w->tmp);
         w->state = W_FAILED;
         return tb_err(TB_ERR_IO, "%s: cannot rename to %s: %s", w->tmp, w->path, strerror(e));

@@ -589,6 +589,11 @@ int tb_model_load_ex(const char *path, const tb_model_params_t *p, tb_model_t **
     if (rc == TB_OK && tb_gguf_find_kv(m->gguf, "tokenizer.ggml.model") >= 0) {
         rc = tb_tokenizer_from_gguf(m->gguf, &m->tok);
         if (rc != TB_OK) rc = tb_err_prefix(rc, "%s: tokenizer", path);
+        /* every id the tokenizer can produce needs an embedding row, and
+         * every logit a token: the two counts must agree (as llama.cpp) */
+        else if (tb_tokenizer_n_vocab(m->tok) != m->info.n_vocab)
+            rc = tb_err(TB_ERR_FORMAT, "%s: tokenizer has %d tokens, token_embd has %d rows",
+                        path, tb_tokenizer_n_vocab(m->tok), m->info.n_vocab);
     }
     if (rc != TB_OK) {
         tb_model_free(m);

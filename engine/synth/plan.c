@@ -109,6 +109,10 @@ static synth_kv_t *kv_push(synth_plan_t *pl, const char *key, synth_kv_kind_t ki
     return e;
 }
 
+synth_kv_t *synth_plan_push_kv(synth_plan_t *pl, const char *key, synth_kv_kind_t kind) {
+    return kv_push(pl, key, kind);
+}
+
 /* Key "<arch>.<suffix>" */
 static synth_kv_t *akv(synth_plan_t *pl, const char *suffix, synth_kv_kind_t kind) {
     char key[96];
@@ -282,6 +286,7 @@ static uint64_t plan_kv_bytes(const synth_kv_t *e) {
     case SYNTH_KV_U32: case SYNTH_KV_F32: return n + 4;
     case SYNTH_KV_BOOL: return n + 1;
     case SYNTH_KV_STR: return n + str_bytes(strlen(e->v.str));
+    case SYNTH_KV_U64: return n + 8;
     case SYNTH_KV_ARR: return n + 12 + e->arr_n * elem_bytes(e->arr_type);
     }
     return n;
@@ -356,6 +361,7 @@ int synth_plan_build(const tb_synth_params_t *p, synth_plan_t *pl) {
         if ((rc = synth_vocab_build(P->n_vocab, &pl->vocab)) != TB_OK) return rc;
     }
     if ((rc = plan_keys(pl)) != TB_OK) return rc;
+    if ((rc = synth_plan_provenance(pl)) != TB_OK) return rc;
     if ((rc = plan_tensors(pl)) != TB_OK) return rc;
     plan_size(pl);
     return TB_OK;
@@ -423,6 +429,7 @@ int synth_plan_declare(const synth_plan_t *pl, tb_gguf_writer_t *w) {
         case SYNTH_KV_F32: rc = tb_gguf_set_f32(w, e->key, e->v.f32); break;
         case SYNTH_KV_BOOL: rc = tb_gguf_set_bool(w, e->key, e->v.b); break;
         case SYNTH_KV_STR: rc = tb_gguf_set_str(w, e->key, e->v.str); break;
+        case SYNTH_KV_U64: rc = tb_gguf_set_u64(w, e->key, e->v.u64); break;
         case SYNTH_KV_ARR: rc = tb_gguf_set_arr(w, e->key, e->arr_type, e->arr, e->arr_n); break;
         }
     }

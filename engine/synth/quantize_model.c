@@ -9,7 +9,9 @@
  *   - every other 2-D+ tensor becomes `type`; when its rows (ne[0]) are not
  *     a multiple of the type's block it takes a wider type instead — q8_0
  *     when the rows fit blocks of 32, else f16 — and on_keep() is told;
- *   - every metadata key is copied; general.file_type is set for `type`;
+ *   - every metadata key is copied but ternbench.synth.* (the provenance of
+ *     a synthesized input, which the output no longer matches);
+ *     general.file_type is set for `type`;
  *   - with ternarization (tb_quantize_model_ex), every tensor that takes
  *     `type` (or its wider fallback) is first made ternary by BitNet
  *     b1.58's absmean rule, per matrix (each expert of a stack its own):
@@ -169,6 +171,8 @@ static int declare(const tb_gguf_t *g, tb_gguf_writer_t *w, tb_type_t type, tb_t
     for (int64_t i = 0; i < tb_gguf_n_kv(g); i++) {
         const char *key = tb_gguf_kv_key(g, i);
         if (!strcmp(key, "general.file_type") || (tern && !strncmp(key, "ternbench.ternarize", 19))) continue;
+        /* a requantized file is no longer the synthesized one it came from */
+        if (!strncmp(key, SYNTH_KEY_PREFIX, strlen(SYNTH_KEY_PREFIX))) continue;
         if ((rc = tb_gguf_copy_kv(w, g, i)) != TB_OK) return rc;
     }
     if ((rc = tb_gguf_set_u32(w, "general.file_type", synth_ftype_of(type))) != TB_OK) return rc;

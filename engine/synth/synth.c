@@ -8,6 +8,8 @@
  * batch to disk (double buffering), so generation and I/O overlap.
  */
 #include "synth/synth.h"
+#include "io/gguf_impl.h"
+#include "util/siphash.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -60,6 +62,7 @@ typedef struct writer_ctx {
     bool quit;
     int rc;
     char msg[512];
+    tb_siphash_t digest;          /* of every byte handed to the writer   */
 } writer_ctx_t;
 
 static void *writer_main(void *arg) {
@@ -71,6 +74,7 @@ static void *writer_main(void *arg) {
         const uint8_t *d = x->data;
         size_t n = x->len;
         pthread_mutex_unlock(&x->mu);
+        if (x->rc == TB_OK) tb_siphash_update(&x->digest, d, n);
         int rc = x->rc == TB_OK ? tb_gguf_write_tensor_data(x->w, d, n) : x->rc;
         pthread_mutex_lock(&x->mu);
         if (rc != TB_OK && x->rc == TB_OK) {
@@ -201,6 +205,7 @@ int synth_model_run(const tb_synth_params_t *p, const char *out_path, int n_thre
     if (!s.buf[0] || !s.buf[1] || !synth_workers_alloc(&s.job.wk, max_ne0)) { rc = tb_err(TB_ERR_NOMEM, "synth: out of memory for %zu-byte buffers", cap); goto done; }
 
     wx.w = w;
+    tb_siphash_init(&wx.digest, SYNTH_DIGEST_KEY);
     pthread_mutex_init(&wx.mu, NULL);
     pthread_cond_init(&wx.cv, NULL);
     writer_started = true;
@@ -215,6 +220,7 @@ int synth_model_run(const tb_synth_params_t *p, const char *out_path, int n_thre
     pthread_cond_broadcast(&wx.cv);
     pthread_mutex_unlock(&wx.mu);
     pthread_join(tid, NULL);
+    if (rc == TB_OK) rc = tb_gguf_writer_patch_u64(w, SYNTH_KEY_DIGEST, tb_siphash_final(&wx.digest));
     if (rc == TB_OK) rc = tb_gguf_writer_finish(w);
 
 done:

@@ -68,14 +68,14 @@ typedef struct synth_tensor {
 } synth_tensor_t;
 
 typedef enum synth_kv_kind {
-    SYNTH_KV_U32, SYNTH_KV_F32, SYNTH_KV_BOOL, SYNTH_KV_STR,
+    SYNTH_KV_U32, SYNTH_KV_F32, SYNTH_KV_BOOL, SYNTH_KV_STR, SYNTH_KV_U64,
     SYNTH_KV_ARR,        /* fixed-size elements (arr_type), owned copy */
 } synth_kv_kind_t;
 
 typedef struct synth_kv {
     char key[96];
     synth_kv_kind_t kind;
-    union { uint32_t u32; float f32; bool b; char str[128]; } v;
+    union { uint32_t u32; float f32; bool b; char str[128]; uint64_t u64; } v;
     tb_gguf_vtype_t arr_type;
     void *arr;
     uint64_t arr_n;
@@ -114,8 +114,25 @@ void synth_plan_free(synth_plan_t *pl);
 const synth_kv_t *synth_plan_find_kv(const synth_plan_t *pl, const char *key);
 /* The named tensor (exact, or bare "blk.0.attn_q" for "blk.0.attn_q.weight"); NULL. */
 const synth_tensor_t *synth_plan_find_tensor(const synth_plan_t *pl, const char *name);
+/* Append a key to the plan's metadata (zeroed value); NULL when out of memory. */
+synth_kv_t *synth_plan_push_kv(synth_plan_t *pl, const char *key, synth_kv_kind_t kind);
 /* Declare the plan's metadata and tensors on a fresh writer. */
 int  synth_plan_declare(const synth_plan_t *pl, tb_gguf_writer_t *w);
+
+/* Provenance of a synthesized file (verify.c): what it was made from and
+ * a digest of its tensor data, checked by tb_synth_verify before a cached
+ * file is trusted. The digest is SipHash-2-4 under SYNTH_DIGEST_KEY of
+ * every tensor's bytes in file order (padding excluded); it is written as
+ * 0 with the header and patched once the data is out. */
+#define SYNTH_KEY_PRESET "ternbench.synth.preset"
+#define SYNTH_KEY_TYPE   "ternbench.synth.type"
+#define SYNTH_KEY_SEED   "ternbench.synth.seed"
+#define SYNTH_KEY_VOCAB  "ternbench.synth.vocab_digest"
+#define SYNTH_KEY_DIGEST "ternbench.synth.data_digest"
+#define SYNTH_KEY_PREFIX "ternbench.synth."
+extern const uint64_t SYNTH_DIGEST_KEY[2];
+/* Append the provenance keys to a plan (after its vocabulary is known). */
+int  synth_plan_provenance(synth_plan_t *pl);
 
 /* general.file_type (llama.cpp's LLAMA_FTYPE) for a main weight type. */
 uint32_t synth_ftype_of(tb_type_t t);

@@ -17,6 +17,9 @@
  * as the Unicode standard recommends). The first non-empty piece of an
  * SPM stream loses one leading space (the one add_space_prefix added).
  * The detokenizer never prints control tokens (special = false).
+ * A piece has no length limit: text that does not fit the caller's buffer
+ * stays pending and comes out of the next tb_detok_drain / tb_detok_flush
+ * (callers loop until 0), so no byte is dropped.
  */
 #include "text/text.h"
 
@@ -157,9 +160,11 @@ static int utf8_scan(const uint8_t *p, size_t n) {
 
 /* Move complete characters from the pending bytes to out; at `final`, an
  * incomplete tail becomes U+FFFD. Stops before a character that does not
- * fit in cap (it stays pending). Returns bytes written. */
-static size_t drain(tb_detok_t *d, char *out, size_t cap, bool final) {
+ * fit in cap (it stays pending for the next call: with cap >= 4 every
+ * call that returns 0 has emitted all it can). Returns bytes written. */
+static int drain(tb_detok_t *d, char *out, size_t cap, bool final) {
     size_t i = 0, w = 0;
+    if (cap > (size_t)INT32_MAX) cap = (size_t)INT32_MAX;
     while (i < d->n) {
         int k = utf8_scan((const uint8_t *)d->pend + i, d->n - i);
         if (k == 0 && !final) break;
@@ -175,7 +180,7 @@ static size_t drain(tb_detok_t *d, char *out, size_t cap, bool final) {
         memmove(d->pend, d->pend + i, d->n - i);
         d->n -= i;
     }
-    return w;
+    return (int)w;
 }
 
 int tb_detok_push(tb_detok_t *d, int32_t id, char *out, size_t cap) {
@@ -183,7 +188,7 @@ int tb_detok_push(tb_detok_t *d, int32_t id, char *out, size_t cap) {
     char small[256];
     int k = tb_token_to_bytes(d->t, id, false, small, sizeof small);
     if (k < 0) return k;
-    if (k == 0) return (int)drain(d, out, cap, false);
+    if (k == 0) return drain(d, out, cap, false);
     if (d->n + (size_t)k > d->cap) {
         size_t nc = d->cap ? d->cap : 64;
         while (nc < d->n + (size_t)k) nc *= 2;
@@ -204,10 +209,17 @@ int tb_detok_push(tb_detok_t *d, int32_t id, char *out, size_t cap) {
     }
     memmove(d->pend + d->n, d->pend + d->n + skip, (size_t)k - skip);
     d->n += (size_t)k - skip;
-    return (int)drain(d, out, cap, false);
+    return drain(d, out, cap, false);
+}
+
+int tb_detok_drain(tb_detok_t *d, char *out, size_t cap) {
+    if (!d || (!out && cap > 0)) return tb_err(TB_ERR_ARG, "tb_detok_drain: NULL argument");
+    return drain(d, out, cap, false);
 }
 
 int tb_detok_flush(tb_detok_t *d, char *out, size_t cap) {
     if (!d || (!out && cap > 0)) return tb_err(TB_ERR_ARG, "tb_detok_flush: NULL argument");
-    return (int)drain(d, out, cap, true);
+    return drain(d, out, cap, true);
 }
+
+size_t tb_detok_pending(const tb_detok_t *d) { return d ? d->n : 0; }

@@ -6,6 +6,8 @@
  * on the call, so one tokenizer may be used from many threads at once.
  *
  *   vocab.c     load, token-text hash map, merge-rank hash map, accessors
+ *               (keyed SipHash, util/siphash.h: texts read from a file
+ *               cannot be chosen to collide)
  *   scratch.c   per-call buffers, bigram heap, the shared merge loop
  *   pretok.c    pre-tokenizer regexes (PCRE2, UTF + UCP), multi-pass split
  *   tok_spm.c   SentencePiece-BPE ("llama"): score-ordered bigram merges
@@ -56,6 +58,7 @@ struct tb_tokenizer {
 
     int32_t *tok_slots;         /* (tok_mask + 1) text -> id, -1 empty               */
     uint64_t tok_mask;
+    uint64_t map_probes;        /* slots inspected building both maps (tests bound it) */
 
     char *merge_blob;           /* merge strings, back to back                       */
     tb_merge_t *merges;         /* (n_merges)                                        */
@@ -76,15 +79,6 @@ struct tb_tokenizer {
     tb_pretok_t *pretok;        /* BPE pre-tokenizer (NULL for SPM)                   */
 };
 
-/* FNV-1a over n bytes, continuing from h (start with TB_FNV_SEED). */
-#define TB_FNV_SEED 0xcbf29ce484222325ull
-static inline uint64_t tb_text_hash(uint64_t h, const char *s, size_t n) {
-    for (size_t i = 0; i < n; i++) {
-        h ^= (uint8_t)s[i];
-        h *= 0x100000001b3ull;
-    }
-    return h;
-}
 
 /* Id of the token whose text is exactly s[0..n), or -1. */
 int32_t tb_vocab_find(const tb_tokenizer_t *t, const char *s, size_t n);

@@ -7,6 +7,7 @@
  * copied, so the tokenizer does not borrow from the tb_gguf_t.
  */
 #include "text/text.h"
+#include "util/siphash.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -22,7 +23,7 @@ static uint64_t slots_for(uint64_t n) {
 }
 
 int32_t tb_vocab_find(const tb_tokenizer_t *t, const char *s, size_t n) {
-    uint64_t i = tb_text_hash(TB_FNV_SEED, s, n) & t->tok_mask;
+    uint64_t i = tb_hash_bytes(s, n) & t->tok_mask;
     for (;; i = (i + 1) & t->tok_mask) {
         int32_t id = t->tok_slots[i];
         if (id < 0) return -1;
@@ -30,10 +31,16 @@ int32_t tb_vocab_find(const tb_tokenizer_t *t, const char *s, size_t n) {
     }
 }
 
+/* Keyed hash of the pair (a, b): a's length first, so ("ab", "c") and
+ * ("a", "bc") differ. */
 static uint64_t merge_hash(const char *a, size_t alen, const char *b, size_t blen) {
-    uint64_t h = tb_text_hash(TB_FNV_SEED, a, alen);
-    h = tb_text_hash(h ^ 0x9e3779b97f4a7c15ull, b, blen);
-    return h;
+    tb_siphash_t h;
+    uint64_t n = alen;
+    tb_siphash_init(&h, tb_hash_key());
+    tb_siphash_update(&h, &n, sizeof n);
+    tb_siphash_update(&h, a, alen);
+    tb_siphash_update(&h, b, blen);
+    return tb_siphash_final(&h);
 }
 
 int32_t tb_vocab_merge_rank(const tb_tokenizer_t *t, const char *a, size_t alen,
@@ -61,9 +68,10 @@ static int build_token_map(tb_tokenizer_t *t) {
     t->tok_mask = cap - 1;
     for (int32_t id = 0; id < t->n_vocab; id++) {
         if (t->len[id] == 0) continue;
-        uint64_t i = tb_text_hash(TB_FNV_SEED, t->text[id], t->len[id]) & t->tok_mask;
+        uint64_t i = tb_hash_bytes(t->text[id], t->len[id]) & t->tok_mask;
         for (;; i = (i + 1) & t->tok_mask) {
             int32_t o = t->tok_slots[i];
+            t->map_probes++;
             if (o < 0 || (t->len[o] == t->len[id] &&
                           memcmp(t->text[o], t->text[id], t->len[id]) == 0)) {
                 t->tok_slots[i] = id;
@@ -240,6 +248,7 @@ static int load_merges(tb_tokenizer_t *t, const tb_gguf_t *g) {
         uint64_t h = merge_hash(m.a, m.alen, m.b, m.blen) & t->merge_mask;
         for (;; h = (h + 1) & t->merge_mask) {
             int32_t r = t->merge_slots[h];
+            t->map_probes++;
             if (r < 0) break;
             const tb_merge_t *o = &t->merges[r];
             if (o->alen == m.alen && o->blen == m.blen && !memcmp(o->a, m.a, m.alen) &&
