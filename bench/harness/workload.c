@@ -259,6 +259,28 @@ static int run_decode(const tb_work_t *w, tb_rep_t *r) {
     return tb_work_decode_end(w, r, &d, rc);
 }
 
+/* A token's text, however long: push, then drain until nothing complete
+ * is left (flush instead: everything pending), into *buf (grown as
+ * needed, *cap its size). Returns the bytes or a negative status. */
+static int token_text(tb_detok_t *dt, int32_t tok, bool flush, char **buf, size_t *cap) {
+    size_t n = 0;
+    for (int first = 1;; first = 0) {
+        if (*cap - n < 512) {
+            size_t nc = *cap ? 2 * *cap : 1024;
+            char *p = realloc(*buf, nc);
+            if (!p) return tb_err(TB_ERR_NOMEM, "out of memory for token text");
+            *buf = p;
+            *cap = nc;
+        }
+        int k = flush ? tb_detok_flush(dt, *buf + n, *cap - n)
+              : first ? tb_detok_push(dt, tok, *buf + n, *cap - n) : tb_detok_drain(dt, *buf + n, *cap - n);
+        if (k < 0) return k;
+        if (k == 0) break;   /* with >= 4 bytes of room, 0: nothing complete is left */
+        n += (size_t)k;
+    }
+    return (int)n;
+}
+
 /* Sampling generation shared by ttft (n_gen = 2) and generate. */
 static int run_generate(const tb_work_t *w, tb_rep_t *r, double e0, int64_t n_gen,
                         bool is_ttft) {
@@ -275,6 +297,8 @@ static int run_generate(const tb_work_t *w, tb_rep_t *r, double e0, int64_t n_ge
     const tb_tokenizer_t *tk = tb_model_tokenizer(w->model);
     tb_sampler_t *smp = NULL;
     tb_detok_t *dt = NULL;
+    char *piece = NULL;   /* (piece_cap) the current token's text */
+    size_t piece_cap = 0;
     double *step = malloc((size_t)n_gen * sizeof *step);   // (n_gen) ms between tokens
     int rc = step ? TB_OK : tb_err(TB_ERR_NOMEM, "out of memory");
     if (!rc) rc = tb_sampler_new(&sp, &smp);
@@ -282,7 +306,6 @@ static int run_generate(const tb_work_t *w, tb_rep_t *r, double e0, int64_t n_ge
     if (rc) goto done;
 
     int32_t n_vocab = tb_model_n_vocab(w->model);
-    char piece[512];
     size_t chars = 0;
     int64_t n_out = 0, n_steps = 0;
     uint64_t t0 = tb_now_ns();
@@ -290,13 +313,14 @@ static int run_generate(const tb_work_t *w, tb_rep_t *r, double e0, int64_t n_ge
     uint64_t t_prefill = tb_now_ns();
     tb_head_stats_t h0;   /* the head's reads from here on are the decode's */
     tb_session_get_head_stats(w->sess, &h0);
-    /* room for every decode event after the prompt's (a piece is <= 256 bytes) */
+    /* room for every decode event after the prompt's (more is reserved for a long piece) */
     if (w->record && (rc = reserve(r, (size_t)n_gen + 1, (size_t)(n_gen + 2) * 256))) goto done;
     int32_t tok = tb_sampler_sample(smp, tb_session_logits(w->sess, -1), n_vocab);
-    int k = tb_detok_push(dt, tok, piece, sizeof piece);
+    int k = token_text(dt, tok, false, &piece, &piece_cap);
     if (k < 0) { rc = k; goto done; }
     uint64_t t_first = tb_now_ns(), prev = t_first;
     chars += tb_utf8_chars(piece, (size_t)k);
+    if (w->record && (rc = reserve(r, 1, (size_t)k))) goto done;
     if (w->record) event(r, 1, (int64_t)(t_first - t0), (int64_t)(t_first - t_prefill), tok, piece, k);
     n_out = 1;
     uint64_t t_second = 0;
@@ -308,20 +332,23 @@ static int run_generate(const tb_work_t *w, tb_rep_t *r, double e0, int64_t n_ge
             goto done;
         }
         tok = tb_sampler_sample(smp, tb_session_logits(w->sess, -1), n_vocab);
-        k = tb_detok_push(dt, tok, piece, sizeof piece);
+        k = token_text(dt, tok, false, &piece, &piece_cap);
         if (k < 0) { rc = k; goto done; }
         uint64_t now = tb_now_ns(), prev_ev = prev;
         if (!t_second) t_second = now;
         step[n_steps++] = (double)(now - prev) / 1e6;
         prev = now;
         chars += tb_utf8_chars(piece, (size_t)k);
+        if (w->record && (rc = reserve(r, 1, (size_t)k))) goto done;
         if (w->record) event(r, 1, (int64_t)(now - t0), (int64_t)(now - prev_ev), tok, piece, k);
         n_out++;
         if (w->tick && (n_out & 63) == 0) w->tick(w->tick_ud, (double)n_out / (double)n_gen);
     }
-    k = tb_detok_flush(dt, piece, sizeof piece);
+    k = token_text(dt, 0, true, &piece, &piece_cap);
+    if (k < 0) { rc = k; goto done; }
     if (k > 0) {
         chars += tb_utf8_chars(piece, (size_t)k);
+        if (w->record && (rc = reserve(r, 0, (size_t)k))) goto done;
         if (w->record && r->n_ev > 0) {   /* pending bytes belong to the last token */
             memcpy(r->text + r->n_text, piece, (size_t)k);
             r->n_text += (size_t)k;
@@ -351,6 +378,7 @@ static int run_generate(const tb_work_t *w, tb_rep_t *r, double e0, int64_t n_ge
     if (is_ttft) footprint(w, r, -1, 0);
 done:
     free(step);
+    free(piece);
     tb_detok_free(dt);
     tb_sampler_free(smp);
     return rc;
