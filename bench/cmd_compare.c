@@ -107,40 +107,18 @@ static int side_add(side_t *s, int db, int64_t id) {
     return 0;
 }
 
-/* The runs sel picks in db (the report's queries, report_load.c). */
+/* The runs sel picks in db (tb_report_sel_ids), added to out. */
 static int resolve(sqlite3 *db, int dbi, const char *dbpath, const tb_report_sel_t *sel, side_t *out) {
-    static const char *const sql[] = {
-        [TB_REPORT_SEL_LAST]   = "SELECT id FROM runs ORDER BY id DESC LIMIT ?1",
-        [TB_REPORT_SEL_RUNS]   = "SELECT id FROM runs WHERE id = ?1",
-        [TB_REPORT_SEL_TAG]    = "SELECT run_id FROM run_tags WHERE key = ?2 AND value = ?3 ORDER BY run_id",
-        [TB_REPORT_SEL_COMMIT] = "SELECT r.id FROM runs r JOIN builds b ON b.id = r.build_id"
-                                 " WHERE substr(b.git_commit, 1, length(?3)) = ?3 ORDER BY r.id",
-        [TB_REPORT_SEL_FORMAT] = "SELECT r.id FROM runs r JOIN models m ON m.id = r.model_id"
-                                 " WHERE lower(m.main_type) = lower(?3) ORDER BY r.id",
-        [TB_REPORT_SEL_MODEL]  = "SELECT r.id FROM runs r JOIN models m ON m.id = r.model_id"
-                                 " WHERE m.name = ?3 ORDER BY r.id",
-    };
-    sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(db, sql[sel->kind], -1, &st, NULL) != SQLITE_OK) {
-        fprintf(stderr, "ternbench compare: %s: %s\n", dbpath, sqlite3_errmsg(db));
+    int64_t *ids;
+    int n;
+    if (tb_report_sel_ids(db, sel, false, &ids, &n) != TB_OK) {
+        fprintf(stderr, "ternbench compare: %s: %s\n", dbpath, tb_last_error());
         return 2;
     }
-    int n_iter = sel->kind == TB_REPORT_SEL_RUNS ? sel->n : 1, rc = 0;
-    for (int k = 0; k < n_iter && !rc; k++) {
-        sqlite3_reset(st);
-        if (sel->kind == TB_REPORT_SEL_RUNS) sqlite3_bind_int64(st, 1, sel->ids[k]);
-        if (sel->kind == TB_REPORT_SEL_LAST) sqlite3_bind_int(st, 1, sel->n > 0 ? sel->n : 1);
-        if (sel->kind == TB_REPORT_SEL_TAG) sqlite3_bind_text(st, 2, sel->key, -1, SQLITE_STATIC);
-        if (sel->kind >= TB_REPORT_SEL_TAG) sqlite3_bind_text(st, 3, sel->value, -1, SQLITE_STATIC);
-        int step;
-        while ((step = sqlite3_step(st)) == SQLITE_ROW)
-            if (side_add(out, dbi, sqlite3_column_int64(st, 0))) { rc = 1; break; }
-        if (!rc && step != SQLITE_DONE) {
-            fprintf(stderr, "ternbench compare: %s: %s\n", dbpath, sqlite3_errmsg(db));
-            rc = 2;
-        }
-    }
-    sqlite3_finalize(st);
+    int rc = 0;
+    for (int i = 0; i < n && !rc; i++)
+        if (side_add(out, dbi, ids[i])) rc = 1;
+    free(ids);
     return rc;
 }
 

@@ -81,6 +81,13 @@ tb_report_opts_t tb_report_default_opts(void);
  * TB_ERR_ARG with a message naming the text on anything else. */
 int tb_report_parse_sel(const char *text, tb_report_sel_t *out);
 
+/* The run ids sel picks in db (an open results database), in order, into
+ * *ids (allocated; free it) and *n. strict: a RUNS id that is absent is
+ * TB_ERR_NOT_FOUND; else it is left out. The report's and compare's one
+ * reading of a selector. */
+typedef struct sqlite3 sqlite3;
+int tb_report_sel_ids(sqlite3 *db, const tb_report_sel_t *sel, bool strict, int64_t **ids, int *n);
+
 /* Write the whole report. res may be NULL. Returns TB_OK even when charts
  * could not be rendered (see res->warning); an error only when the database
  * cannot be read, the selection is empty, or the output cannot be written. */

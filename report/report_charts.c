@@ -184,6 +184,21 @@ static int run_points(const rp_run_t *r, const char *kind, const char *metric, i
     return n;
 }
 
+/* One run's points into a chart's data file: in a bar chart (single) one
+ * row "x y [sd] label", else a block of its own headed by the series. */
+static void dat_points(rp_buf_t *dat, const rp_run_t *r, const pt_t *p, int n, int series, bool single,
+                       bool sd, const char *label) {
+    if (single) {
+        rp_buf_printf(dat, sd ? "%.9g %.9g %.9g " : "%.9g %.9g ", p[0].x, p[0].y, p[0].sd);
+        rp_gp_quote(dat, label);
+        rp_buf_puts(dat, "\n");
+        return;
+    }
+    rp_buf_printf(dat, "%s# series %d: %s (run %lld)\n", series ? "\n\n" : "", series, r->series, (long long)r->id);
+    for (int k = 0; k < n; k++)
+        rp_buf_printf(dat, sd ? "%.9g %.9g %.9g\n" : "%.9g %.9g\n", p[k].x, p[k].y, p[k].sd);
+}
+
 /* The labels of the runs' series with the words every one of them starts
  * with taken away ("synthetic llama-tiny q8_0", "synthetic llama-tiny
  * q4_0" -> "q8_0", "q4_0"), so category axes stay readable; the chart's
@@ -233,16 +248,8 @@ static int line_chart(rp_ctx_t *c, const char *name, const char *title, const ch
         const rp_run_t *r = &c->set->runs[i];
         int n = run_points(r, kind, metric, use_prompt, p, 512);
         if (!n) continue;
-        if (single) {   /* one row per run in one block */
-            rp_buf_printf(&ch.dat, "%.9g %.9g %.9g ", p[0].x, p[0].y, p[0].sd);
-            rp_gp_quote(&ch.dat, lab[i]);
-            rp_buf_puts(&ch.dat, "\n");
-            series++;
-            continue;
-        }
-        rp_buf_printf(&ch.dat, "%s# series %d: %s (run %lld)\n", series ? "\n\n" : "", series, r->series,
-                      (long long)r->id);
-        for (int k = 0; k < n; k++) rp_buf_printf(&ch.dat, "%.9g %.9g %.9g\n", p[k].x, p[k].y, p[k].sd);
+        dat_points(&ch.dat, r, p, n, series, single, true, lab[i]);
+        if (single) { series++; continue; }   /* one row per run in one block */
         rp_buf_printf(&plot, "%s\"%s.dat\" index %d using 1:2:3 with yerrorlines lt %d title ",
                       series ? ", \\\n       " : "  plot ", name, series, series + 1);
         rp_gp_quote(&plot, r->series);
@@ -462,16 +469,8 @@ static int roofline_chart(rp_ctx_t *c) {
         }
         if (!n) continue;
         qsort(p, (size_t)n, sizeof *p, cmp_pt);
-        if (single) {
-            rp_buf_printf(&ch.dat, "%.9g %.9g ", p[0].x, p[0].y);
-            rp_gp_quote(&ch.dat, lab[i]);
-            rp_buf_puts(&ch.dat, "\n");
-            series++;
-            continue;
-        }
-        rp_buf_printf(&ch.dat, "%s# series %d: %s (run %lld)\n", series ? "\n\n" : "", series, r->series,
-                      (long long)r->id);
-        for (int k = 0; k < n; k++) rp_buf_printf(&ch.dat, "%.9g %.9g\n", p[k].x, p[k].y);
+        dat_points(&ch.dat, r, p, n, series, single, false, lab[i]);
+        if (single) { series++; continue; }
         char ach[300];
         snprintf(ach, sizeof ach, "achieved %s", r->series);
         rp_buf_printf(&plot, "%s\"roofline.dat\" index %d using 1:2 with linespoints lt %d title ",

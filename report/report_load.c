@@ -108,8 +108,7 @@ static const char *sel_text(const tb_report_sel_t *s, char *buf, size_t n) {
     return buf;
 }
 
-/* Append the ids a selector picks to l (may add none). */
-static int sel_resolve(sqlite3 *db, const tb_report_sel_t *s, idlist_t *l) {
+int tb_report_sel_ids(sqlite3 *db, const tb_report_sel_t *s, bool strict, int64_t **ids, int *n_ids) {
     static const char *const sql[] = {
         [TB_REPORT_SEL_LAST]   = "SELECT id FROM runs ORDER BY id DESC LIMIT ?1",
         [TB_REPORT_SEL_RUNS]   = "SELECT id FROM runs WHERE id = ?1",
@@ -121,6 +120,9 @@ static int sel_resolve(sqlite3 *db, const tb_report_sel_t *s, idlist_t *l) {
         [TB_REPORT_SEL_MODEL]  = "SELECT r.id FROM runs r JOIN models m ON m.id = r.model_id"
                                  " WHERE m.name = ?3 ORDER BY r.id",
     };
+    *ids = NULL;
+    *n_ids = 0;
+    idlist_t l = {0};
     sqlite3_stmt *st;
     int rc = prep(db, sql[s->kind], &st);
     if (rc) return rc;
@@ -133,15 +135,27 @@ static int sel_resolve(sqlite3 *db, const tb_report_sel_t *s, idlist_t *l) {
         if (s->kind >= TB_REPORT_SEL_TAG) sqlite3_bind_text(st, 3, s->value, -1, SQLITE_STATIC);
         int found = 0, step;
         while ((step = sqlite3_step(st)) == SQLITE_ROW && rc == TB_OK) {
-            rc = ids_add(l, sqlite3_column_int64(st, 0));
+            rc = ids_add(&l, sqlite3_column_int64(st, 0));
             found = 1;
         }
         if (rc == TB_OK && step != SQLITE_DONE)
             rc = tb_err(TB_ERR_IO, "results database: %s", sqlite3_errmsg(db));
-        if (rc == TB_OK && !found && s->kind == TB_REPORT_SEL_RUNS)
+        if (rc == TB_OK && !found && strict && s->kind == TB_REPORT_SEL_RUNS)
             rc = tb_err(TB_ERR_NOT_FOUND, "report: run %lld is not in the database", (long long)s->ids[k]);
     }
     sqlite3_finalize(st);
+    if (rc) { free(l.v); return rc; }
+    *ids = l.v;
+    *n_ids = l.n;
+    return TB_OK;
+}
+
+/* Append the ids a selector picks to l (may add none). */
+static int sel_resolve(sqlite3 *db, const tb_report_sel_t *s, idlist_t *l) {
+    int64_t *ids;
+    int n, rc = tb_report_sel_ids(db, s, true, &ids, &n);
+    for (int i = 0; rc == TB_OK && i < n; i++) rc = ids_add(l, ids[i]);
+    free(ids);
     return rc;
 }
 
