@@ -10,6 +10,8 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include "shared.h"
+
 #include "../e2e/e2e.h"
 
 #include <stdio.h>
@@ -117,6 +119,7 @@ static void test_errors(void **state) {
 }
 
 int main(int argc, char **argv) {
+    quality_need_shared();
     const char *sh = getenv("TB_SHARED_DIR");
     if (!sh || e2e_init(argc, argv, "quality_cli")) return 1;
     snprintf(stories, sizeof stories, "%s/models/stories260K.gguf", sh);

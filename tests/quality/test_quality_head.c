@@ -12,6 +12,8 @@
 #include <stddef.h>
 #include <cmocka.h>
 
+#include "shared.h"
+
 #include "quality.h"
 #include "../harness/tmpdir.h"
 
@@ -203,6 +205,7 @@ static void test_maple_tiny(void **state) {
 }
 
 int main(void) {
+    quality_need_shared();
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_parse),
         cmocka_unit_test(test_exact_equivalents),

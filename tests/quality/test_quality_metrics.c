@@ -11,6 +11,8 @@
 #include <stddef.h>
 #include <cmocka.h>
 
+#include "shared.h"
+
 #include "quality.h"
 #include "scenario.h"
 #include "../harness/tmpdir.h"
@@ -334,6 +336,7 @@ static void test_ref_mismatch(void **state) {
 }
 
 int main(void) {
+    quality_need_shared();
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_log_softmax),
         cmocka_unit_test(test_rec_make),

@@ -16,6 +16,8 @@
 #include <stddef.h>
 #include <cmocka.h>
 
+#include "shared.h"
+
 #include "quality.h"
 #include "../harness/tmpdir.h"
 
@@ -114,6 +116,7 @@ static void test_order(void **state) {
 }
 
 int main(void) {
+    quality_need_shared();
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_self),
         cmocka_unit_test(test_threads),

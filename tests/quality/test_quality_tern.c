@@ -12,6 +12,8 @@
 #include <stddef.h>
 #include <cmocka.h>
 
+#include "shared.h"
+
 #include "quality.h"
 #include "../harness/tmpdir.h"
 
@@ -141,6 +143,7 @@ static void test_bad_mode(void **state) {
 }
 
 int main(void) {
+    quality_need_shared();
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_maple_tiny),
         cmocka_unit_test(test_stories),
