@@ -41,14 +41,12 @@ static int run_usage(void) {
 int cmd_run(int argc, char **argv) {
     const char *db = tb_store_default_path();
     const char **files = calloc((size_t)argc, sizeof *files);
-    /* argc slots hold every --tag; 2 more for the prefetch tags below */
-    const char **keys = calloc((size_t)argc + 2, sizeof *keys), **vals = calloc((size_t)argc + 2, sizeof *vals);
-    char **owned = calloc((size_t)argc, sizeof *owned);
-    int n_files = 0, n_tags = 0, quiet = 0, status = 0;
+    cmd_tags_t tags = {0};
+    int n_files = 0, quiet = 0, status = 0;
     tb_plan_t *plans = NULL;
     int n_plans = 0;
     tb_store_t *store = NULL;
-    if (!files || !keys || !vals || !owned) { fprintf(stderr, "ternbench run: out of memory\n"); status = 1; goto out; }
+    if (!files) { fprintf(stderr, "ternbench run: out of memory\n"); status = 1; goto out; }
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if ((!strcmp(a, "--db") || !strcmp(a, "--tag")) && i + 1 >= argc) {
@@ -57,49 +55,13 @@ int cmd_run(int argc, char **argv) {
         }
         if (!strcmp(a, "--db")) db = argv[++i];
         else if (!strcmp(a, "--tag")) {
-            const char *kv = argv[++i], *eq = strchr(kv, '=');
-            if (!eq || eq == kv) {
-                fprintf(stderr, "ternbench run: --tag %s: expected KEY=VALUE\n", kv);
-                status = 2;
-                goto out;
-            }
-            /* keys are names (report --tag K=V selects by them); no control
-             * characters anywhere (they would break list/show/export lines) */
-            size_t klen = (size_t)(eq - kv);
-            size_t at = strspn(kv, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-");
-            for (const char *c = eq + 1; at == klen && *c; c++)
-                if ((unsigned char)*c < 0x20 || *c == 0x7f) at = (size_t)(c - kv);
-            if (at != klen) {
-                fprintf(stderr, "ternbench run: --tag: byte %zu: expected KEY=VALUE with KEY of letters, "
-                                "digits, '_', '.' or '-' and VALUE without control characters\n", at);
-                status = 2;
-                goto out;
-            }
-            owned[n_tags] = strndup(kv, (size_t)(eq - kv));
-            if (!owned[n_tags]) { status = 1; goto out; }
-            keys[n_tags] = owned[n_tags];
-            vals[n_tags++] = eq + 1;
+            if ((status = cmd_tag_add(&tags, "run", argv[++i]))) goto out;
         } else if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) quiet = 1;
         else if (!strcmp(a, "-h") || !strcmp(a, "--help")) { run_usage(); status = 0; goto out; }
         else if (a[0] == '-') { status = cmd_arg_reject("run", a, run_usage_text); goto out; }
         else files[n_files++] = a;
     }
-    /* provenance: the engine's software prefetch distance (--prefetch,
-     * TB_PREFETCH or the CPU's default) and its L2 stage (TB_PREFETCH_L2 or
-     * the CPU's default) as the run tags prefetch_bytes and prefetch_l2,
-     * unless --tag set those keys */
-    char pf_val[24];
-    snprintf(pf_val, sizeof pf_val, "%zu", tb_prefetch_bytes());
-    const struct { const char *key, *val; } pf_tags[] = {{"prefetch_bytes", pf_val},
-                                                        {"prefetch_l2", tb_prefetch_l2() ? "1" : "0"}};
-    for (size_t j = 0; j < sizeof pf_tags / sizeof pf_tags[0]; j++) {
-        bool tagged = false;
-        for (int i = 0; i < n_tags; i++) tagged |= !strcmp(keys[i], pf_tags[j].key);
-        if (!tagged) {
-            keys[n_tags] = pf_tags[j].key;
-            vals[n_tags++] = pf_tags[j].val;
-        }
-    }
+    cmd_tags_add_engine(&tags);   /* prefetch_bytes, prefetch_l2 unless --tag set them */
     if (n_files == 0) { status = run_usage(); goto out; }
 
     /* parse everything first: a bad scenario records nothing */
@@ -138,8 +100,8 @@ int cmd_run(int argc, char **argv) {
         const int per = il && nv > 1 ? TB_GROUP_MAX : 1;
         for (int v = 0; v < nv && !stop_flag; v += per) {
             const int n = nv - v < per ? nv - v : per;
-            tb_run_opts_t o = {.quiet = quiet, .n_tags = n_tags, .tag_keys = keys,
-                               .tag_values = vals, .stop = &stop_flag, .summary = stdout,
+            tb_run_opts_t o = {.quiet = quiet, .n_tags = tags.n, .tag_keys = tags.keys,
+                               .tag_values = tags.vals, .stop = &stop_flag, .summary = stdout,
                                .variant = v, .interleave = il == 2 ? TB_INTERLEAVE_TOKEN : TB_INTERLEAVE_REP};
             const tb_plan_t *pp[TB_GROUP_MAX];
             int vars[TB_GROUP_MAX];
@@ -165,11 +127,8 @@ out:
     tb_store_close(store);
     for (int i = 0; i < n_plans; i++) tb_plan_free(&plans[i]);
     free(plans);
-    for (int i = 0; i < n_tags; i++) free(owned[i]);
-    free(owned);
+    cmd_tags_free(&tags);
     free(files);
-    free(keys);
-    free(vals);
     return status;
 }
 

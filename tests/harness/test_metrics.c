@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "analysis.h"
+#include "readme.h"
 #include "infer.h"
 #include "metrics.h"
 #include "ternbench.h"
@@ -42,26 +43,11 @@ static void test_readme_matches_registry(void **state) {
     (void)state;
     const char *root = getenv("TB_SOURCE_ROOT");
     if (!root) fail_msg("TB_SOURCE_ROOT is not set");
-    char path[1024];
-    snprintf(path, sizeof path, "%s/scenarios/README.md", root);
-    FILE *f = fopen(path, "r");
-    assert_non_null(f);
-    static char readme[1 << 17];
-    size_t n = fread(readme, 1, sizeof readme - 1, f);
-    fclose(f);
-    readme[n] = '\0';
-    char *buf = NULL;
-    size_t len = 0;
-    FILE *m = open_memstream(&buf, &len);
-    assert_non_null(m);
-    fputs("<!-- metrics:begin -->\n", m);
-    tb_metrics_markdown(m);
-    fputs("<!-- metrics:end -->", m);
-    fclose(m);
-    if (!strstr(readme, buf))
+    int has = readme_has_block(root, "metrics", tb_metrics_markdown);
+    assert_true(has >= 0);
+    if (!has)
         fail_msg("scenarios/README.md metric table is stale: regenerate it with `ternbench metrics` "
                  "between the metrics:begin/end markers");
-    free(buf);
 }
 
 static void test_rules(void **state) {

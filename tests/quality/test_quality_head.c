@@ -26,21 +26,7 @@ static char stories[512], text_path[512];
 
 static int group_setup(void **state) {
     (void)state;
-    const char *sh = getenv("TB_SHARED_DIR");
-    if (!sh) return -1;
-    snprintf(stories, sizeof stories, "%s/models/stories260K.gguf", sh);
-    if (tmpdir_make("quality_head")) return -1;
-    char src[512];
-    snprintf(src, sizeof src, "%s/text/tinystories-valid-head.txt", sh);
-    FILE *in = fopen(src, "rb");
-    if (!in) return -1;
-    static char buf[48 << 10];
-    size_t n = fread(buf, 1, sizeof buf, in);
-    fclose(in);
-    tpath(text_path, sizeof text_path, "text.txt");
-    FILE *out = fopen(text_path, "wb");
-    if (!out || fwrite(buf, 1, n, out) != n) return -1;
-    return fclose(out);
+    return quality_setup("quality_head", stories, text_path);
 }
 
 static void test_parse(void **state) {
