@@ -7,6 +7,8 @@
 #ifndef TB_BENCH_CLAIM_H
 #define TB_BENCH_CLAIM_H
 
+#include "ternbench.h"
+
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -111,10 +113,67 @@ typedef struct cl_loo {
 } cl_loo_t;
 int cl_loo(const cl_calib_t *c, cl_loo_t *out, bool verbose);
 
+/* ---- one condition of a claim check (claim_eval.c) --------------------- */
+
+#define CL_DEFAULT_CENTROIDS 8016   /* FlashHead's published configuration */
+#define CL_DEFAULT_PROBES 256
+
 /* "exact", "approx", "approx:C" or "approx:C:P" into h (centroids 0 for
- * exact; probes default 256, capped at C); 0, or -1 if malformed. cmd_claim.c */
-struct tb_head_opts;
-int cl_parse_head(const char *s, struct tb_head_opts *h);
+ * exact; probes default 256, capped at C); 0, or -1 if malformed. */
+int cl_parse_head(const char *s, tb_head_opts_t *h);
+/* "exact" or "approx:C:P". */
+void cl_head_label(const tb_head_opts_t *h, char *buf, size_t cap);
+
+typedef struct cl_cond {
+    int ctx;
+    tb_head_opts_t head;
+    tb_bytes_per_token_t b;
+    double roof, lo, hi;            /* roofline, projected interval (tok/s)  */
+    double claimed;                 /* 0: none                               */
+    double need, implied;           /* share of peak, GB/s the claim needs   */
+    double measured;                /* 0: not measured                       */
+    int64_t measured_test_id;       /* < 0: none (the command's own decode)  */
+    cl_fit_t fit;
+    bool fitted;
+    const char *verdict;            /* NULL without a claim                  */
+    char why[256];
+} cl_cond_t;
+
+/* Evaluate x (its ctx, head and claimed set by the caller): bytes per token
+ * of g at x->ctx with kv, the roofline at d's bandwidth, the interval fitted
+ * from c for q (q->ctx is set to x->ctx) and, with a claim, the verdict.
+ * 0, or 2 with the reason in tb_last_error() (a context or head that does
+ * not fit the geometry). */
+int cl_eval_cond(const tb_geometry_t *g, const cl_device_t *d, const cl_calib_t *c, cl_query_t *q,
+                 tb_type_t kv, cl_cond_t *x);
+/* Bits per stored projection weight of a geometry (what the fit compares). */
+double cl_geom_bpw(const tb_geometry_t *g);
+/* A preset (with layout `type`, NULL: its default) or a GGUF file's
+ * geometry. 0, 2 (unknown preset or layout, a file that does not load) or 1,
+ * the reason in tb_last_error(). */
+int cl_load_geometry(const char *model, const char *type, tb_geometry_t **g);
+
+/* ---- claims into the results database (claim_record.c) ----------------- */
+
+struct tb_store;
+/* What one claim check was asked and evaluated against. */
+typedef struct cl_check {
+    const char *section;            /* "claim" for the command               */
+    const tb_geometry_t *g;
+    const char *model_path;         /* the GGUF, NULL for a preset           */
+    const cl_device_t *d;
+    const char *backend, *runtime;  /* NULL: any                             */
+    tb_type_t kv;
+    bool ctx_given, head_given;     /* false: evaluated across (assumed)     */
+    int prompt;                     /* > 0: a time-to-first-token claim      */
+    double claimed_ttft, ttft_min;
+    const char *ttft_verdict;
+    const char *calib_path;
+    const cl_calib_t *c;
+} cl_check_t;
+/* Insert conditions k[0..n) of check ck under run_id in one transaction,
+ * numbered from idx0. TB_OK or a store error (tb_last_error()). */
+int cl_record(struct tb_store *s, int64_t run_id, const cl_check_t *ck, const cl_cond_t *k, int n, int idx0);
 
 /* Decode n_tokens on this machine after filling the KV cache of `gguf` to
  * ctx positions, with `threads` threads; *tok_s the timed rate. 0, 2 when

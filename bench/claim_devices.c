@@ -5,7 +5,6 @@
  * bandwidth the read-bandwidth probe measures.
  */
 #include "claim.h"
-#include "commands.h"
 #include "ternbench.h"
 
 #include <dirent.h>
@@ -267,7 +266,11 @@ int cl_device_this(cl_device_t *d, bool probe) {
             return 0;
         }
     }
-    if (cmd_probe(threads, &d->bw_gbps)) return 1;
+    /* the `bandwidth` command's probe: 256 MiB, best of 5 passes */
+    if (tb_bandwidth_probe(threads, (size_t)256 << 20, 5, &d->bw_gbps) != TB_OK) {
+        fprintf(stderr, "ternbench: bandwidth probe failed: %s\n", tb_last_error());
+        return 1;
+    }
     time_t now = time(NULL);
     struct tm tm;
     gmtime_r(&now, &tm);

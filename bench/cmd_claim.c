@@ -7,6 +7,9 @@
  */
 #include "claim.h"
 #include "commands.h"
+#include "facts.h"
+#include "scenario.h"
+#include "store.h"
 #include "ternbench.h"
 
 #include <errno.h>
@@ -15,50 +18,11 @@
 #include <string.h>
 
 #define MAX_COND 16
-#define DEFAULT_CENTROIDS 8016   /* FlashHead's published configuration */
-#define DEFAULT_PROBES 256
+#define DEFAULT_CENTROIDS CL_DEFAULT_CENTROIDS
+#define DEFAULT_PROBES CL_DEFAULT_PROBES
 
-int cl_parse_head(const char *s, tb_head_opts_t *h) {
-    h->centroids = h->probes = 0;
-    if (!strcmp(s, "exact")) return 0;
-    if (strncmp(s, "approx", 6)) return -1;
-    if (s[6] == '\0') {
-        h->centroids = DEFAULT_CENTROIDS;
-        h->probes = DEFAULT_PROBES;
-        return 0;
-    }
-    if (s[6] != ':') return -1;
-    char *end;
-    errno = 0;
-    long c = strtol(s + 7, &end, 10), p = DEFAULT_PROBES;
-    if (errno || end == s + 7 || c < 1 || c > 10000000) return -1;
-    if (*end == ':') {
-        char *e2;
-        p = strtol(end + 1, &e2, 10);
-        if (errno || e2 == end + 1 || *e2 || p < 1) return -1;
-    } else if (*end) {
-        return -1;
-    }
-    h->centroids = (int32_t)c;
-    h->probes = (int32_t)(p < c ? p : c);
-    return 0;
-}
-
-static void head_label(const tb_head_opts_t *h, char *b, size_t n) {
-    if (!h->centroids) snprintf(b, n, "exact");
-    else snprintf(b, n, "approx:%d:%d", h->centroids, h->probes);
-}
-
-typedef struct cond {
-    int ctx;
-    tb_head_opts_t head;
-    tb_bytes_per_token_t b;
-    double roof, lo, hi, need, implied, measured;
-    cl_fit_t fit;
-    bool fitted;
-    const char *verdict;
-    char why[256];
-} cond_t;
+typedef cl_cond_t cond_t;
+#define head_label cl_head_label
 
 typedef struct opts {
     const char *model, *type, *device, *backend, *runtime, *kv, *calib, *devdir;
@@ -68,6 +32,8 @@ typedef struct opts {
     double claimed, claimed_ttft;
     int prompt, measure_tokens, threads;
     bool json, measure;
+    const char *db;          /* record into this database (NULL: do not record) */
+    bool record, no_db;
 } opts_t;
 
 static int usage(const char *msg) {
@@ -77,11 +43,14 @@ static int usage(const char *msg) {
             "         [--runtime R] [--ctx C] [--head exact|approx[:CENTROIDS[:PROBES]]] [--kv-type T]\n"
             "         [--claimed TOK_S] [--prompt N --claimed-ttft MS] [--calibration FILE] [--add FILE]\n"
             "         [--devices DIR] [--json] [--measure [--measure-tokens N] [-t N]]\n"
+            "         [--db FILE | --record | --no-db]\n"
             "       ternbench claim calibrate --loo [--calibration FILE] [--add FILE] [--devices DIR] [-v]\n"
             "  --ctx or --head left out: evaluated at ctx 512, 2048, 8192 and with the exact and the\n"
             "  approximate (FlashHead, approx:%d:%d) head, in one table\n"
             "  --measure (--device this, a GGUF model): decode N tokens (default 32) at each exact-head\n"
-            "  condition with the engine and print the measured speed beside the projection\n",
+            "  condition with the engine and print the measured speed beside the projection\n"
+            "  --db FILE / --record (the default database): record every condition, under a run of its\n"
+            "  own, into the claims table; --measure records by default, --no-db does not\n",
             DEFAULT_CENTROIDS, DEFAULT_PROBES);
     return 2;
 }
@@ -134,56 +103,61 @@ static int calibrate(int argc, char **argv) {
 
 static int load_geometry(const char *model, const char *type, tb_geometry_t **g) {
     size_t n = strlen(model);
-    if (n > 5 && !strcmp(model + n - 5, ".gguf")) {
-        if (type) fprintf(stderr, "ternbench claim: --type is ignored for a GGUF file (its own types count)\n");
-        tb_model_t *m;
-        tb_model_params_t mp = {.weights = TB_WEIGHTS_MMAP, .n_threads = 1};
-        if (tb_model_load_ex(model, &mp, &m) != TB_OK) {
-            fprintf(stderr, "ternbench claim: %s\n", tb_last_error());
-            return 2;
-        }
-        int rc = tb_geometry_from_model(m, g);
-        tb_model_free(m);
-        if (rc != TB_OK) { fprintf(stderr, "ternbench claim: %s\n", tb_last_error()); return 1; }
-        return 0;
-    }
-    if (tb_geometry_preset(model, type, g) != TB_OK) {
-        fprintf(stderr, "ternbench claim: %s\n", tb_last_error());
-        return 2;
-    }
-    return 0;
+    if (type && n > 5 && !strcmp(model + n - 5, ".gguf"))
+        fprintf(stderr, "ternbench claim: --type is ignored for a GGUF file (its own types count)\n");
+    int rc = cl_load_geometry(model, type, g);
+    if (rc) fprintf(stderr, "ternbench claim: %s\n", tb_last_error());
+    return rc;
 }
 
-static double geom_bpw(const tb_geometry_t *g) {
-    double bytes = 0, params = 0;
-    for (int64_t i = 0; i < g->n_tensors; i++) {
-        const tb_geom_tensor_t *t = &g->tensors[i];
-        if (!strstr(t->name, "attn_q") && !strstr(t->name, "ffn_")) continue;
-        if (strstr(t->name, "norm") || strstr(t->name, "bias") || strstr(t->name, "gate_inp")) continue;
-        bytes += (double)t->nbytes;
-        params += (double)t->n_params;
+/* Record the conditions under a run of their own: host and build facts,
+ * the command line as the run's scenario text (its hash the key), tag
+ * command=claim, then the conditions in one transaction. 0, or 1 with the
+ * message printed. */
+static int record_command(const opts_t *o, int argc, char **argv, const cl_check_t *ck, const cond_t *k, int nk) {
+    char text[8192];
+    size_t n = (size_t)snprintf(text, sizeof text, "; ternbench claim (command line)\nternbench");
+    for (int i = 0; i < argc && n < sizeof text; i++)
+        n += (size_t)snprintf(text + n, sizeof text - n, " %s", argv[i]);
+    if (n < sizeof text) snprintf(text + n, sizeof text - n, "\n");
+    char hash[65];
+    tb_sha256_hex(text, strlen(text), hash);
+    tb_store_t *s = NULL;
+    tb_host_facts_t host;
+    tb_build_facts_t build;
+    int64_t host_id, build_id, scen_id, run_id = -1;
+    tb_facts_host(&host);
+    tb_facts_build(&build);
+    const char *keys[] = {"command"}, *vals[] = {"claim"};
+    tb_run_facts_t rf = {.model_id = -1, .threads = o->measure ? o->threads : 1,
+                         .bandwidth_gbps_before = ck->d->bw_measured ? ck->d->bw_gbps : -1,
+                         .record_tokens = 0, .n_tags = 1, .tag_keys = keys, .tag_values = vals};
+    tb_facts_uuid(rf.uuid);
+    snprintf(rf.isa, sizeof rf.isa, "%s", tb_isa_name(tb_isa_active()));
+    snprintf(rf.kv_type, sizeof rf.kv_type, "%s", tb_type_name(ck->kv));
+    int rc = tb_store_open(o->db, &s, NULL);
+    if (!rc) rc = tb_store_put_host(s, &host, &host_id);
+    if (!rc) rc = tb_store_put_build(s, &build, &build_id);
+    if (!rc) rc = tb_store_put_scenario(s, hash, "claim", "(command line)", text, &scen_id);
+    if (!rc) {
+        rf.host_id = host_id;
+        rf.build_id = build_id;
+        rf.scenario_id = scen_id;
+        rc = tb_store_run_begin(s, &rf, &run_id);
     }
-    return params > 0 ? 8 * bytes / params : 0;
-}
-
-/* Verdict of one condition: impossible above the roofline, beyond published
- * efficiency above the best comparable row's fraction, else plausible. */
-static void judge(cond_t *k, double claimed, double bw) {
-    k->need = claimed / k->roof;
-    k->implied = claimed * (double)k->b.total / 1e9;
-    if (claimed > k->roof) {
-        k->verdict = "impossible";
-        snprintf(k->why, sizeof k->why, "%.2fx the roofline (needs %.0f GB/s of a %.0f GB/s peak)", k->need,
-                 k->implied, bw);
-    } else if (k->fitted && k->need > k->fit.best) {
-        k->verdict = "beyond published efficiency";
-        snprintf(k->why, sizeof k->why, "needs %.0f %% of peak bandwidth; best comparable published row %.0f %%",
-                 100 * k->need, 100 * k->fit.best);
-    } else {
-        k->verdict = "plausible";
-        snprintf(k->why, sizeof k->why, "needs %.0f %% of peak bandwidth (%s the projected interval)",
-                 100 * k->need, !k->fitted ? "no calibration for" : k->need * k->roof < k->lo ? "below" : k->need * k->roof > k->hi ? "above" : "inside");
+    if (!rc) {
+        rc = cl_record(s, run_id, ck, k, nk, 0);
+        char msg[1024];
+        snprintf(msg, sizeof msg, "%s", rc ? tb_last_error() : "");
+        int erc = tb_store_run_end(s, run_id, rc ? "failed" : "complete", rc ? msg : NULL, -1);
+        if (rc) tb_err(rc, "%s", msg);
+        else rc = erc;
     }
+    if (rc) fprintf(stderr, "ternbench claim: %s\n", tb_last_error());
+    else fprintf(stderr, "ternbench claim: recorded %d conditions as run %lld (%s) in %s\n", nk,
+                 (long long)run_id, rf.uuid, o->db);
+    tb_store_close(s);
+    return rc ? 1 : 0;
 }
 
 static const char *verdict_rank[] = {"plausible", "beyond published efficiency", "impossible"};
@@ -200,6 +174,8 @@ int cmd_claim(int argc, char **argv) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--json")) { o.json = true; continue; }
         if (!strcmp(a, "--measure")) { o.measure = true; continue; }
+        if (!strcmp(a, "--record")) { o.record = true; continue; }
+        if (!strcmp(a, "--no-db")) { o.no_db = true; continue; }
         if (!v) return usage("option needs a value");
         if (!strcmp(a, "--model")) o.model = v;
         else if (!strcmp(a, "--type")) o.type = v;
@@ -211,6 +187,7 @@ int cmd_claim(int argc, char **argv) {
         else if (!strcmp(a, "--kv-type")) o.kv = v;
         else if (!strcmp(a, "--calibration")) o.calib = v;
         else if (!strcmp(a, "--devices")) o.devdir = v;
+        else if (!strcmp(a, "--db")) o.db = v;
         else if (!strcmp(a, "--add")) { if (o.n_add == 8) return usage("at most 8 --add"); o.add[o.n_add++] = v; }
         else if (!strcmp(a, "--claimed")) { if (positive(a, v, &o.claimed)) return 2; }
         else if (!strcmp(a, "--claimed-ttft")) { if (positive(a, v, &o.claimed_ttft)) return 2; }
@@ -227,6 +204,8 @@ int cmd_claim(int argc, char **argv) {
     if (o.backend && strcmp(o.backend, "cpu") && strcmp(o.backend, "gpu") && strcmp(o.backend, "npu"))
         return usage("--backend is cpu, gpu or npu");
     if ((o.claimed_ttft > 0) != (o.prompt > 0)) return usage("--claimed-ttft and --prompt go together");
+    if (o.no_db && (o.db || o.record)) return usage("--no-db goes with neither --db nor --record");
+    if (!o.no_db && !o.db && (o.record || o.measure)) o.db = tb_store_default_path();
     int ctxs[3] = {512, 2048, 8192}, n_ctx = 3;
     if (o.ctx_s) {
         char *end;
@@ -266,7 +245,7 @@ int cmd_claim(int argc, char **argv) {
 
     cond_t k[MAX_COND];
     int nk = 0;
-    double bpw = geom_bpw(g);
+    double bpw = cl_geom_bpw(g);
     cl_query_t q = {o.runtime, o.backend, d.cls, d.id, g->name, g->weights, d.bw_gbps, bpw, -1};
     for (int hi = 0; hi < n_head; hi++)
         for (int ci = 0; ci < n_ctx; ci++) {
@@ -274,17 +253,14 @@ int cmd_claim(int argc, char **argv) {
             memset(x, 0, sizeof *x);
             x->ctx = ctxs[ci];
             x->head = heads[hi];
-            if (tb_geometry_bytes_per_token(g, x->ctx, kv, &x->head, &x->b) != TB_OK) {
+            x->claimed = o.claimed;
+            x->measured_test_id = -1;
+            if (cl_eval_cond(g, &d, &c, &q, kv, x)) {
                 fprintf(stderr, "ternbench claim: %s\n", tb_last_error());
                 cl_calib_free(&c);
                 tb_geometry_free(g);
                 return 2;
             }
-            x->roof = d.bw_gbps * 1e9 / (double)x->b.total;
-            q.ctx = x->ctx;
-            x->fitted = cl_fit(&c, &q, -1, &x->fit) == 0;
-            if (x->fitted) { x->lo = x->roof * x->fit.lo; x->hi = x->roof * x->fit.hi; }
-            if (o.claimed > 0) judge(x, o.claimed, d.bw_gbps);
             if (o.measure && !x->head.centroids &&
                 (rc = cl_measure(o.model, x->ctx, o.measure_tokens, o.threads, (int)kv, &x->measured))) {
                 cl_calib_free(&c);
@@ -408,7 +384,15 @@ int cmd_claim(int argc, char **argv) {
         printf("\nassumptions:\n");
         for (int i = 0; i < na; i++) printf("  - %s\n", assume[i]);
     }
+    if (o.db) {
+        cl_check_t ck = {.section = "claim", .g = g, .model_path = ml > 5 && !strcmp(o.model + ml - 5, ".gguf") ? o.model : NULL,
+                         .d = &d, .backend = o.backend, .runtime = o.runtime, .kv = kv,
+                         .ctx_given = o.ctx_s != NULL, .head_given = o.head_s != NULL, .prompt = o.prompt,
+                         .claimed_ttft = o.claimed_ttft, .ttft_min = ttft_min, .ttft_verdict = ttft_verdict,
+                         .calib_path = cl_calib_default(o.calib), .c = &c};
+        rc = record_command(&o, argc, argv, &ck, k, nk);
+    }
     cl_calib_free(&c);
     tb_geometry_free(g);
-    return 0;
+    return rc;
 }

@@ -23,6 +23,7 @@
 #include "sensors.h"
 #include "stats.h"
 #include "workload.h"
+#include "workload_claim.h"
 
 #include <errno.h>
 #include <math.h>
@@ -66,11 +67,15 @@ typedef struct member {
     int64_t test_id;
     int ok;                 /* still running this case */
     int done;               /* measured repetitions written */
+    int64_t last_test_id;   /* the case closed last: its test row and headline, */
+    double last_value;      /* NAN unless it completed (a [claim] measurement)   */
     char err[1024];
     tb_work_t w;
     tb_rep_t rep;
     tb_decode_t dec;
     double **ser;           /* (n_metrics, reps) values of each metric for the summary line */
+    double claim_tok_s[TB_CLAIM_MAX_CTX];      /* a [claim] section's measurements, per ctx */
+    int64_t claim_test_id[TB_CLAIM_MAX_CTX];
     int *n_ser;
 } member_t;
 
@@ -273,6 +278,13 @@ static void on_tick(void *ud, double frac) {
 /* One test case                                                          */
 /* ===================================================================== */
 
+/* The kind a case is recorded as: its section's, but a [claim] section's
+ * measurement is a decode test (the claims themselves go to the claims
+ * table). */
+static const char *test_kind(const tb_section_t *sec) {
+    return sec->kind == TB_SEC_CLAIM ? "decode" : tb_sec_kind_name(sec->kind);
+}
+
 /* The typed parameters of a case (test_params). */
 static int case_params(const member_t *m, const group_t *g, const tb_section_t *sec, int64_t param,
                        int32_t n_ctx, tb_param_t *p) {
@@ -282,7 +294,7 @@ static int case_params(const member_t *m, const group_t *g, const tb_section_t *
 #define PI(k, v) (p[n++] = (tb_param_t){.key = (k), .type = TB_PARAM_INT, .i = (int64_t)(v)})
 #define PF(k, v) (p[n++] = (tb_param_t){.key = (k), .type = TB_PARAM_REAL, .f = (v)})
 #define PS(k, v) (p[n++] = (tb_param_t){.key = (k), .type = TB_PARAM_TEXT, .s = (v)})
-    PS("kind", tb_sec_kind_name(sec->kind));
+    PS("kind", test_kind(sec));
     PI("param", param);
     PI("prompt_tokens", m->n_prompt);
     PI("n_ctx", n_ctx);
@@ -298,8 +310,9 @@ static int case_params(const member_t *m, const group_t *g, const tb_section_t *
     PS("interleave", g->n < 2 ? "none" : g->opts->interleave == TB_INTERLEAVE_TOKEN ? "token" : "rep");
     switch (sec->kind) {
     case TB_SEC_DECODE:
+    case TB_SEC_CLAIM:
         PI("depth", param);
-        PI("tokens", sec->v[K_DECODE_TOKENS].i);
+        PI("tokens", tb_work_decode_tokens(sec));
         break;
     case TB_SEC_GENERATE:
         PI("tokens", sec->v[K_GEN_TOKENS].i);
@@ -357,7 +370,7 @@ static int case_begin(group_t *g, member_t *m, const tb_section_t *sec, int ci, 
     if (rc) snprintf(m->err, sizeof m->err, "%s", tb_last_error());
     tb_param_t params[32];
     int np = case_params(m, g, sec, param, n_ctx, params);
-    int src = tb_store_test_begin(g->store, m->run_id, sec->name, tb_sec_kind_name(sec->kind), label,
+    int src = tb_store_test_begin(g->store, m->run_id, sec->name, test_kind(sec), label,
                                   params, np, &m->test_id);
     if (src) return src;
     m->ok = rc == TB_OK;
@@ -418,6 +431,8 @@ static int case_end(group_t *g, member_t *m, const tb_section_t *sec, const char
     else tb_store_tx_rollback(g->store);
     int erc = tb_store_test_end(g->store, m->test_id, status, m->err[0] ? "unknown" : thermal,
                                 m->err[0] ? m->err : NULL, slow);
+    m->last_test_id = m->test_id;
+    m->last_value = !strcmp(status, "complete") ? row.value : NAN;
     m->test_id = -1;
     return rc ? rc : erc;
 }
@@ -753,9 +768,24 @@ int tb_runner_run_group(const tb_plan_t *const *plans, const int *variants, int 
     int interrupted = 0;
     for (int i = 0; i < p0->n_tests && !interrupted && !rc; i++) {
         const tb_section_t *sec = &p0->tests[i];
-        for (int j = 0; j < tb_section_n_cases(sec) && !interrupted && !rc; j++) {
+        int nc = tb_section_n_cases(sec);
+        for (int j = 0; j < nc && !interrupted && !rc; j++) {
             /* each member runs its own plan's section (same tests, own prompt files) */
             rc = run_case(&g, sec, j, &interrupted);
+            for (int k = 0; k < n && j < TB_CLAIM_MAX_CTX; k++) {
+                m[k].claim_tok_s[j] = m[k].last_value;
+                m[k].claim_test_id[j] = m[k].last_test_id;
+            }
+        }
+        /* a [claim] section's conditions, beside what it measured */
+        for (int k = 0; k < n && sec->kind == TB_SEC_CLAIM && !interrupted && !rc; k++) {
+            tb_claim_run_t cr = {.model = m[k].model, .model_path = m[k].mpath, .kv_type = m[k].kv_type,
+                                 .head = m[k].plan->engine.v[K_ENGINE_HEAD].s, .plan_dir = m[k].plan->dir, .tok_s = m[k].claim_tok_s,
+                                 .test_id = m[k].claim_test_id, .n_measured = nc < TB_CLAIM_MAX_CTX ? nc : TB_CLAIM_MAX_CTX};
+            char note[256];
+            rc = tb_claim_record(g.store, m[k].run_id, &m[k].plan->tests[i], &cr, note, sizeof note);
+            if (rc) tb_err_prefix(rc, "%s: [%s]", m[k].plan->path, sec->name);
+            else tb_progress_note(&g.prog, "%s", note);
         }
     }
     tb_progress_done(&g.prog);

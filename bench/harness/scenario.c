@@ -6,6 +6,7 @@
  * build has INI_HANDLER_LINENO off), and so that empty sections exist.
  */
 #include "scenario.h"
+#include "workload_claim.h"
 #include "tbutil.h"
 #include <stdarg.h>
 #include "ternbench.h"
@@ -261,7 +262,7 @@ static void section_open(parse_ctx_t *c, const char *name, int line) {
     int kind = kind_from_name(name, klen);
     if (kind < 0) {
         perr(c, line, "unknown section [%s]: expected [model], [engine], [protocol] or a test "
-             "section [prefill], [decode], [ttft], [generate], [sustained] (optionally "
+             "section [prefill], [decode], [ttft], [generate], [sustained], [claim] (optionally "
              "labelled, e.g. [decode.deep])", name);
         return;
     }
@@ -534,7 +535,7 @@ static void validate(parse_ctx_t *c) {
     }
     if (p->n_tests == 0) {
         perr(c, c->line > 0 ? c->line : 1, "no test sections: add at least one of [prefill], "
-             "[decode], [ttft], [generate], [sustained]");
+             "[decode], [ttft], [generate], [sustained], [claim]");
         return;
     }
     for (int i = 0; i < p->n_tests; i++) {
@@ -564,6 +565,10 @@ static void validate(parse_ctx_t *c) {
                         return;
                     }
             }
+        }
+        if (t->kind == TB_SEC_CLAIM && tb_claim_section_check(p, t) != TB_OK) {
+            c->status = TB_ERR_FORMAT;
+            return;
         }
         if (t->kind == TB_SEC_SUSTAINED) {
             int64_t n = t->v[K_SUS_TOKENS].i, dur = t->v[K_SUS_DURATION].i;

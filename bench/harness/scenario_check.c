@@ -12,7 +12,8 @@ static int case_line(const tb_section_t *t) {
     tb_key_t k = t->kind == TB_SEC_PREFILL ? K_PREFILL_PROMPT_TOKENS
                : t->kind == TB_SEC_DECODE ? K_DECODE_DEPTHS
                : t->kind == TB_SEC_TTFT ? K_TTFT_PROMPT_TOKENS
-               : t->kind == TB_SEC_GENERATE ? K_GEN_PROMPT_TOKENS : K_SUS_CTX;
+               : t->kind == TB_SEC_GENERATE ? K_GEN_PROMPT_TOKENS
+               : t->kind == TB_SEC_CLAIM ? K_CLAIM_CTX : K_SUS_CTX;
     if (t->v[k].line) return t->v[k].line;
     if (t->kind == TB_SEC_DECODE && t->v[K_DECODE_TOKENS].line) return t->v[K_DECODE_TOKENS].line;
     if (t->kind == TB_SEC_GENERATE && t->v[K_GEN_TOKENS].line) return t->v[K_GEN_TOKENS].line;

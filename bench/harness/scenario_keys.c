@@ -8,7 +8,7 @@
 #include "scenario.h"
 
 static const char *const sec_names[TB_SEC_COUNT] = {
-    "model", "engine", "protocol", "prefill", "decode", "ttft", "generate", "sustained",
+    "model", "engine", "protocol", "prefill", "decode", "ttft", "generate", "sustained", "claim",
 };
 
 const char *tb_sec_kind_name(tb_sec_kind_t k) {
@@ -136,4 +136,35 @@ const tb_key_def_t tb_scenario_keys[K_COUNT] = {
         "Sampling temperature (0: greedy)."},
     [K_SUS_TOP_P] = {TB_SEC_SUSTAINED, "top_p", TB_KT_FLOAT, TB_UNIT_NONE, "1.0", 0, 1, NULL,
         "Nucleus sampling threshold (1: off)."},
+
+    /* ---- [claim] (bench/harness/workload_claim.c; docs/claims.md) ---- */
+    [K_CLAIM_DEVICE] = {TB_SEC_CLAIM, "device", TB_KT_STRING, TB_UNIT_NONE, "", 0, 0, NULL,
+        "Device profile ids, comma-separated (`ternbench devices`; `this`: the machine running the "
+        "scenario). Required."},
+    [K_CLAIM_PRESET] = {TB_SEC_CLAIM, "preset", TB_KT_STRING, TB_UNIT_NONE, "", 0, 0, NULL,
+        "Geometry preset the claim is about (maple-preview, llama-3.1-8b, ...; `ternbench claim "
+        "--model`); empty: the scenario's model file."},
+    [K_CLAIM_TYPE] = {TB_SEC_CLAIM, "type", TB_KT_STRING, TB_UNIT_NONE, "", 0, 0, NULL,
+        "The preset's weight layout (mlx-maple, tq2_0, q4_k, ...); empty: the preset's own."},
+    [K_CLAIM_CTX] = {TB_SEC_CLAIM, "ctx", TB_KT_INT_LIST, TB_UNIT_COUNT, "512, 2048, 8192", 0, 1048576, NULL,
+        "Contexts (KV positions while decoding) the claim is evaluated at."},
+    [K_CLAIM_HEAD] = {TB_SEC_CLAIM, "head", TB_KT_STRING, TB_UNIT_NONE, "exact, approx", 0, 0, NULL,
+        "Output heads, comma-separated: exact, approx[:CENTROIDS[:PROBES]] (approx: FlashHead's "
+        "8016:256). Approximate conditions are labelled approximate everywhere."},
+    [K_CLAIM_CLAIMED] = {TB_SEC_CLAIM, "claimed", TB_KT_STRING, TB_UNIT_NONE, "", 0, 0, NULL,
+        "Claimed decode speeds in tok/s, comma-separated; each gets a verdict per condition. "
+        "Empty: projection only."},
+    [K_CLAIM_BACKEND] = {TB_SEC_CLAIM, "backend", TB_KT_ENUM, TB_UNIT_NONE, "any", 0, 0, "any|cpu|gpu|npu",
+        "Backend of the claim, for the efficiency basis (`this`: cpu)."},
+    [K_CLAIM_RUNTIME] = {TB_SEC_CLAIM, "runtime", TB_KT_STRING, TB_UNIT_NONE, "", 0, 0, NULL,
+        "Runtime of the claim (mlx, llama.cpp, ...), for the efficiency basis; empty: any "
+        "(`this`: ternbench)."},
+    [K_CLAIM_CALIBRATION] = {TB_SEC_CLAIM, "calibration", TB_KT_PATH, TB_UNIT_NONE, "", 0, 0, NULL,
+        "Calibration table (CSV, docs/claims.md) in place of the shipped one."},
+    [K_CLAIM_MEASURE] = {TB_SEC_CLAIM, "measure", TB_KT_BOOL, TB_UNIT_NONE, "false", 0, 0, NULL,
+        "Decode the scenario's model on this machine at every ctx (a decode test per ctx, with "
+        "[protocol]'s warm-ups and repetitions) and record the measured speed beside the projection "
+        "for `this`. Needs device = this and no preset; only the [engine] head is measured."},
+    [K_CLAIM_TOKENS] = {TB_SEC_CLAIM, "tokens", TB_KT_INT, TB_UNIT_COUNT, "64", 1, 1048576, NULL,
+        "measure: tokens decoded per repetition (\"tg64@d512\")."},
 };

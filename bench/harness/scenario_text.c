@@ -125,12 +125,14 @@ static tb_key_t case_key(const tb_section_t *s) {
     case TB_SEC_DECODE: return K_DECODE_DEPTHS;
     case TB_SEC_TTFT: return K_TTFT_PROMPT_TOKENS;
     case TB_SEC_GENERATE: return K_GEN_PROMPT_TOKENS;
+    case TB_SEC_CLAIM: return K_CLAIM_CTX;
     default: return K_COUNT;
     }
 }
 
 int tb_section_n_cases(const tb_section_t *s) {
     tb_key_t k = case_key(s);
+    if (s->kind == TB_SEC_CLAIM && !s->v[K_CLAIM_MEASURE].i) return 0;   /* nothing to run */
     return k == K_COUNT ? 1 : s->v[k].n_list;
 }
 
@@ -145,6 +147,9 @@ void tb_section_case_label(const tb_section_t *s, int i, char *buf, size_t cap) 
     case TB_SEC_PREFILL: snprintf(buf, cap, "pp%lld", (long long)x); break;
     case TB_SEC_DECODE:
         snprintf(buf, cap, "tg%lld@d%lld", (long long)s->v[K_DECODE_TOKENS].i, (long long)x);
+        break;
+    case TB_SEC_CLAIM:
+        snprintf(buf, cap, "tg%lld@d%lld", (long long)s->v[K_CLAIM_TOKENS].i, (long long)x);
         break;
     case TB_SEC_TTFT:
         if (x) snprintf(buf, cap, "ttft%lld", (long long)x);

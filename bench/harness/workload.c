@@ -1,5 +1,6 @@
 /*
- * workload.c — the five test kinds, one repetition each (see workload.h).
+ * workload.c — the test kinds, one repetition each (see workload.h); a
+ * [claim] section measures by decoding (its claims: workload_claim.c).
  *
  * Timing: tb_now_ns() (monotonic) around engine calls only; sampling and
  * detokenization are inside the per-token interval because a user waits for
@@ -99,7 +100,7 @@ tb_metric_id_t tb_work_headline_metric(tb_sec_kind_t kind) {
 int32_t tb_work_ctx_needed(const tb_section_t *sec, int64_t param, int n_prompt) {
     switch (sec->kind) {
     case TB_SEC_PREFILL: return (int32_t)param;
-    case TB_SEC_DECODE: return (int32_t)(param + sec->v[K_DECODE_TOKENS].i + 1);
+    case TB_SEC_DECODE: case TB_SEC_CLAIM: return (int32_t)(param + tb_work_decode_tokens(sec) + 1);
     case TB_SEC_TTFT: return n_prompt + 2;
     case TB_SEC_GENERATE: return (int32_t)(n_prompt + sec->v[K_GEN_TOKENS].i + 1);
     case TB_SEC_SUSTAINED: return (int32_t)sec->v[K_SUS_CTX].i;
@@ -204,7 +205,7 @@ static int run_prefill(const tb_work_t *w, tb_rep_t *r, double e0) {
 int tb_work_decode_begin(const tb_work_t *w, tb_rep_t *rep, tb_decode_t *d) {
     tb_rep_reset(rep);
     tb_session_reset(w->sess);
-    *d = (tb_decode_t){.depth = w->param, .n = w->sec->v[K_DECODE_TOKENS].i, .e0 = -1};
+    *d = (tb_decode_t){.depth = w->param, .n = tb_work_decode_tokens(w->sec), .e0 = -1};
     d->t0 = tb_now_ns();
     int rc;
     if (d->depth > 0 && (rc = prefill(w, rep, w->prompt, (int)d->depth, d->t0, false))) return rc;
@@ -510,8 +511,13 @@ done:
     return rc;
 }
 
+int64_t tb_work_decode_tokens(const tb_section_t *sec) {
+    return sec->kind == TB_SEC_CLAIM ? sec->v[K_CLAIM_TOKENS].i : sec->v[K_DECODE_TOKENS].i;
+}
+
 int tb_work_run(const tb_work_t *w, tb_rep_t *rep) {
-    if (w->sec->kind == TB_SEC_DECODE) return run_decode(w, rep);
+    /* a [claim] section's measurement is a decode at each ctx (workload_claim.c records the claims) */
+    if (w->sec->kind == TB_SEC_DECODE || w->sec->kind == TB_SEC_CLAIM) return run_decode(w, rep);
     tb_rep_reset(rep);
     tb_session_reset(w->sess);
     double e0 = w->sensors ? tb_sensors_energy_j(w->sensors) : -1;

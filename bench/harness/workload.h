@@ -86,6 +86,9 @@ void tb_rep_reset(tb_rep_t *r);
 void tb_rep_free(tb_rep_t *r);
 /* Context positions the case needs (session n_ctx). */
 int32_t tb_work_ctx_needed(const tb_section_t *sec, int64_t param, int n_prompt);
+/* Tokens a decode repetition of sec generates ([decode] tokens, or a
+ * measuring [claim] section's tokens). */
+int64_t tb_work_decode_tokens(const tb_section_t *sec);
 /* Run one repetition into *rep (reset first). TB_OK, TB_INTERRUPTED, or < 0.
  * The bracketing probes (bandwidth, clock, vector, steal) and the roofline
  * percentage are the runner's: it takes them around this call. */
