@@ -784,8 +784,7 @@ int tb_runner_run_group(const tb_plan_t *const *plans, const int *variants, int 
                                  .test_id = m[k].claim_test_id, .n_measured = nc < TB_CLAIM_MAX_CTX ? nc : TB_CLAIM_MAX_CTX};
             char note[256];
             rc = tb_claim_record(g.store, m[k].run_id, &m[k].plan->tests[i], &cr, note, sizeof note);
-            if (rc) tb_err_prefix(rc, "%s: [%s]", m[k].plan->path, sec->name);
-            else tb_progress_note(&g.prog, "%s", note);
+            if (!rc) tb_progress_note(&g.prog, "%s", note);
         }
     }
     tb_progress_done(&g.prog);
