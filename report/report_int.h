@@ -191,6 +191,7 @@ int rp_provenance_write(rp_ctx_t *c);       /* report_tables.c  */
 int rp_compare_write(rp_ctx_t *c);          /* report_tables.c  */
 int rp_states_write(rp_ctx_t *c);           /* report_states.c: --split */
 int rp_charts_write(rp_ctx_t *c);           /* report_charts.c  */
+int rp_claims_write(rp_ctx_t *c);           /* report_claims.c: the claims table and chart */
 
 /* Chart plumbing shared by report_charts*.c (report_charts.c). A chart
  * with data: write NAME.dat and NAME.gp, render, add to the document. */
