@@ -51,6 +51,17 @@ static char *one(const char *db, const char *sql) {
     return v;
 }
 
+/* TMP/name as a NUL-terminated heap string. */
+static char *text_of(const char *name) {
+    size_t n;
+    char *raw = e2e_slurp(name, &n);
+    assert_non_null(raw);
+    char *t = strndup(raw, n);
+    free(raw);
+    assert_non_null(t);
+    return t;
+}
+
 static void expect_one(const char *db, const char *sql, const char *want) {
     char *v = one(db, sql);
     if (strcmp(v, want)) fail_msg("%s: got '%s', want '%s'", sql, v, want);
@@ -180,6 +191,44 @@ static void test_scenario_claims(void **st) {
                "1 10.0");
     unsetenv("TB_THIS_GBPS");
     unsetenv("TB_DEVICES_DIR");
+
+    /* the report of that run: the claims table row by row, and the chart's data */
+    char out[300];
+    e2e_path(out, sizeof out, "rep");
+    const char *rp[] = {"report", "--db", db, "--last", "1", "--out", out, NULL};
+    r = run(rp);
+    if (r.status) fail_msg("report: %s", r.err);
+    e2e_res_free(&r);
+    char *md = text_of("rep/report.md");
+    assert_non_null(strstr(md, "## Claims"));
+    char *rows = one(db, "SELECT group_concat(x, char(10)) FROM (SELECT '| 1 | ' || section || ' | ' || device || ' | '"
+                         " || ctx || ' | ' || head || CASE head_approx WHEN 1 THEN ' (approximate)' ELSE '' END || ' | '"
+                         " || printf('%.1f', bytes_per_token / 1e6) || ' | ' || printf('%.1f', roofline_tok_s) AS x"
+                         " FROM claims ORDER BY section, idx)");
+    int n_rows = 0;
+    for (char *line = strtok(rows, "\n"); line; line = strtok(NULL, "\n"), n_rows++)
+        if (!strstr(md, line)) fail_msg("report.md lacks the row '%s'", line);
+    assert_int_equal(n_rows, 6);
+    free(rows);
+    assert_non_null(strstr(md, "| 3.0 |"));
+    assert_non_null(strstr(md, "| impossible |"));
+    free(md);
+    char *dat = text_of("rep/claims.dat");
+    char *dat_copy = strdup(dat);
+    /* one line per condition (fx 512 exact; this at 16 and 32, exact and approximate), two claimed speeds */
+    int conds = 0, measured = 0, claims = 0, block = 0;
+    for (char *line = strtok(dat, "\n"); line; line = strtok(NULL, "\n")) {
+        if (line[0] == '#') { block += strstr(line, "claimed speeds") != NULL; continue; }
+        if (block) { claims++; continue; }
+        conds++;
+        size_t len = strlen(line);
+        measured += len > 2 && strcmp(line + len - 2, " ?") != 0;
+    }
+    if (conds != 5 || measured != 2 || claims != 2)
+        fail_msg("claims.dat: %d conditions, %d measured, %d claimed:\n%s", conds, measured, claims, dat_copy);
+    free(dat_copy);
+    free(dat);
+    assert_true(e2e_size("rep/claims.gp") > 0);
 }
 
 /* A malformed [claim] section: exit 2, FILE:LINE, nothing recorded. */
