@@ -5,7 +5,7 @@
  * when needed) with everything that hangs off it: its host, build, model,
  * scenario and import rows (matched by their natural keys: fingerprint,
  * content hash, hash), tags, tests and their typed parameters, measurements, token events, windows,
- * sensor samples and absences, every id remapped. Runs are keyed by uuid:
+ * sensor samples and absences, claims, every id remapped. Runs are keyed by uuid:
  *   - a uuid not in ALL.db is added;
  *   - a uuid already there with the same content (the run's columns, its
  *     dimension rows' keys, tags, tests and measurements, and the number of
@@ -238,7 +238,8 @@ static int merge_runs(merge_ctx *m, int *n_added) {
         copy_child(m, "token_events", "test_id", "tests", NULL, NULL) ||
         copy_child(m, "windows", "test_id", "tests", NULL, NULL) ||
         copy_child(m, "sensor_samples", "run_id", "runs", "test_id", "tests") ||
-        copy_child(m, "sensor_absent", "run_id", "runs", NULL, NULL))
+        copy_child(m, "sensor_absent", "run_id", "runs", NULL, NULL) ||
+        copy_child(m, "claims", "run_id", "runs", "measured_test_id", "tests"))
         return 1;
     int64_t n;
     if (tb_peer_sql(m->db, &n, "SELECT count(*) FROM temp.map_runs", "")) return fail_sql(m, "runs");

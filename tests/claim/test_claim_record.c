@@ -229,6 +229,17 @@ static void test_scenario_claims(void **st) {
     free(dat_copy);
     free(dat);
     assert_true(e2e_size("rep/claims.gp") > 0);
+
+    /* merged into another database, the claims follow their run and their measuring tests */
+    char all[300];
+    e2e_path(all, sizeof all, "all.db");
+    const char *mg[] = {"merge", db, "--into", all, NULL};
+    r = run(mg);
+    if (r.status) fail_msg("merge: %s", r.err);
+    e2e_res_free(&r);
+    expect_one(all, "SELECT count(*) || ' ' || count(c.measured_test_id) FROM claims c", "6 2");
+    expect_one(all, "SELECT group_concat(t.label, ',') FROM claims c JOIN tests t ON t.id = c.measured_test_id"
+                    " AND t.run_id = c.run_id", "tg4@d16,tg4@d32");
 }
 
 /* A malformed [claim] section: exit 2, FILE:LINE, nothing recorded. */
