@@ -61,6 +61,7 @@ typedef struct cl_row {
     /* filled by cl_calib_resolve */
     double bw_gbps, bytes_per_token, bpw, eff;
     char cls[16];
+    bool resolved;          /* read resolved (cl_calib_read_db): resolve skips it */
 } cl_row_t;
 
 typedef struct cl_calib {
@@ -79,6 +80,15 @@ int cl_calib_read(const char *path, cl_calib_t *c);
  * row's FILE:LINE when it names an unknown device, preset or type. */
 int cl_calib_resolve(cl_calib_t *c, const char *devices_dir);
 void cl_calib_free(cl_calib_t *c);
+/* Append the claims ternbench measured itself, from the claims table of the
+ * results database `db` (rows with measured_tok_s; claim_calib_db.c), as
+ * resolved rows: device (`this`), backend, runtime, model, layout, ctx and
+ * head as recorded, efficiency = measured tok/s x bytes per token / the
+ * bandwidth recorded with it; file the database, line the claim's id. A row
+ * above its roofline (efficiency > 1: the model fits in a cache) says
+ * nothing about memory-bound decode and is left out, counted in
+ * *n_skipped. 0, or 2 with the reason printed. */
+int cl_calib_read_db(const char *db, cl_calib_t *c, int *n_skipped);
 /* FNV-1a of every row's fields, for provenance. */
 unsigned long long cl_calib_hash(const cl_calib_t *c);
 

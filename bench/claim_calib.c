@@ -195,6 +195,7 @@ int cl_calib_resolve(cl_calib_t *c, const char *devices_dir) {
     if (rc) return rc;
     for (int i = 0; i < c->n && !rc; i++) {
         cl_row_t *r = &c->rows[i];
+        if (r->resolved) continue;
         const cl_device_t *d = NULL;
         for (int k = 0; k < nd; k++)
             if (!strcmp(dv[k].id, r->device)) d = &dv[k];

@@ -85,7 +85,7 @@ int cl_record(struct tb_store *s, int64_t run_id, const cl_check_t *ck, const cl
         r[i] = (tb_claim_rec_t){
             .section = ck->section, .idx = idx0 + i,
             .model = ck->g->name, .model_source = ck->model_path ? "gguf" : "preset",
-            .model_path = ck->model_path, .weights = ck->g->weights,
+            .model_path = ck->model_path, .weights = ck->g->weights, .bits_per_weight = cl_geom_bpw(ck->g),
             .device = d->id, .device_name = d->name, .device_class = d->cls,
             .backend = ck->backend, .runtime = ck->runtime,
             .ctx = x->ctx, .head = heads[i], .head_approx = x->b.head_approx != 0,

@@ -27,8 +27,8 @@ typedef cl_cond_t cond_t;
 typedef struct opts {
     const char *model, *type, *device, *backend, *runtime, *kv, *calib, *devdir;
     const char *ctx_s, *head_s;
-    const char *add[8];
-    int n_add;
+    const char *add[8], *add_db[8];
+    int n_add, n_add_db;
     double claimed, claimed_ttft;
     int prompt, measure_tokens, threads;
     bool json, measure;
@@ -41,10 +41,10 @@ static int usage(const char *msg) {
     fprintf(stderr,
             "usage: ternbench claim --model PRESET|FILE.gguf [--type T] --device ID|this [--backend cpu|gpu|npu]\n"
             "         [--runtime R] [--ctx C] [--head exact|approx[:CENTROIDS[:PROBES]]] [--kv-type T]\n"
-            "         [--claimed TOK_S] [--prompt N --claimed-ttft MS] [--calibration FILE] [--add FILE]\n"
+            "         [--claimed TOK_S] [--prompt N --claimed-ttft MS] [--calibration FILE] [--add FILE] [--add-db DB]\n"
             "         [--devices DIR] [--json] [--measure [--measure-tokens N] [-t N]]\n"
             "         [--db FILE | --record | --no-db]\n"
-            "       ternbench claim calibrate --loo [--calibration FILE] [--add FILE] [--devices DIR] [-v]\n"
+            "       ternbench claim calibrate --loo [--calibration FILE] [--add FILE] [--add-db DB] [--devices DIR] [-v]\n"
             "  --ctx or --head left out: evaluated at ctx 512, 2048, 8192 and with the exact and the\n"
             "  approximate (FlashHead, approx:%d:%d) head, in one table\n"
             "  --measure (--device this, a GGUF model): decode N tokens (default 32) at each exact-head\n"
@@ -71,6 +71,15 @@ static int load_calib(const opts_t *o, cl_calib_t *c) {
     int rc = cl_calib_read(cl_calib_default(o->calib), c);
     for (int i = 0; !rc && i < o->n_add; i++) rc = cl_calib_read(o->add[i], c);
     if (!rc) rc = cl_calib_resolve(c, cl_devices_dir(o->devdir));
+    for (int i = 0; !rc && i < o->n_add_db; i++) {
+        int skipped, n0 = c->n;
+        rc = cl_calib_read_db(o->add_db[i], c, &skipped);
+        if (!rc)
+            fprintf(stderr, "ternbench claim: %s: %d measured claim rows added%s", o->add_db[i], c->n - n0,
+                    skipped ? "" : "\n");
+        if (!rc && skipped)
+            fprintf(stderr, ", %d above their roofline (a model that fits in cache) left out\n", skipped);
+    }
     return rc;
 }
 
@@ -84,6 +93,7 @@ static int calibrate(int argc, char **argv) {
         else if (!strcmp(argv[i], "--calibration") && v) o.calib = argv[++i];
         else if (!strcmp(argv[i], "--devices") && v) o.devdir = argv[++i];
         else if (!strcmp(argv[i], "--add") && v && o.n_add < 8) o.add[o.n_add++] = argv[++i];
+        else if (!strcmp(argv[i], "--add-db") && v && o.n_add_db < 8) o.add_db[o.n_add_db++] = argv[++i];
         else return usage("calibrate: unexpected argument");
     }
     if (!loo) return usage("calibrate needs --loo");
@@ -94,6 +104,7 @@ static int calibrate(int argc, char **argv) {
     if (cl_loo(&c, &l, verbose)) { cl_calib_free(&c); return 1; }
     printf("leave-one-out over %d rows (%s", l.n, cl_calib_default(o.calib));
     for (int i = 0; i < o.n_add; i++) printf(" + %s", o.add[i]);
+    for (int i = 0; i < o.n_add_db; i++) printf(" + %s (measured claims)", o.add_db[i]);
     printf("): coverage %.1f %% (%d of %d inside), median half-width %.1f %%\n", 100 * l.coverage, l.covered,
            l.n, 100 * l.median_halfwidth);
     printf("calibration hash %016llx\n", cl_calib_hash(&c));
@@ -188,6 +199,7 @@ int cmd_claim(int argc, char **argv) {
         else if (!strcmp(a, "--calibration")) o.calib = v;
         else if (!strcmp(a, "--devices")) o.devdir = v;
         else if (!strcmp(a, "--db")) o.db = v;
+        else if (!strcmp(a, "--add-db")) { if (o.n_add_db == 8) return usage("at most 8 --add-db"); o.add_db[o.n_add_db++] = v; }
         else if (!strcmp(a, "--add")) { if (o.n_add == 8) return usage("at most 8 --add"); o.add[o.n_add++] = v; }
         else if (!strcmp(a, "--claimed")) { if (positive(a, v, &o.claimed)) return 2; }
         else if (!strcmp(a, "--claimed-ttft")) { if (positive(a, v, &o.claimed_ttft)) return 2; }

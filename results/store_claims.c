@@ -14,9 +14,9 @@ static const char *const ins_sql =
     " bandwidth_gbps, bandwidth_kind, bandwidth_source, roofline_tok_s, projected_lo_tok_s,"
     " projected_hi_tok_s, basis_rows, basis, basis_refs, best_efficiency, verdict, verdict_detail,"
     " implied_gbps, implied_pct_peak, ttft_min_ms, ttft_verdict, measured_tok_s, measured_test_id,"
-    " calibration_path, calibration_rows, calibration_hash, assumptions)"
+    " calibration_path, calibration_rows, calibration_hash, assumptions, bits_per_weight)"
     " VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20,?21,?22,?23,"
-    "?24,?25,?26,?27,?28,?29,?30,?31,?32,?33,?34,?35,?36,?37,?38,?39,?40,?41,?42,?43,?44,?45)";
+    "?24,?25,?26,?27,?28,?29,?30,?31,?32,?33,?34,?35,?36,?37,?38,?39,?40,?41,?42,?43,?44,?45,?46)";
 
 static int err(tb_store_t *s, int rc, const char *what) {
     sqlite3 *db = tb_store_db(s);
@@ -56,6 +56,7 @@ static int bind_rec(sqlite3_stmt *st, int64_t run_id, const tb_claim_rec_t *r) {
     br(st, 40, r->measured_tok_s, &rc); bi(st, 41, r->measured_test_id, &rc);
     bt(st, 42, r->calibration_path, &rc); bi(st, 43, r->calibration_rows, &rc);
     bt(st, 44, r->calibration_hash, &rc); bt(st, 45, r->assumptions, &rc);
+    br(st, 46, r->bits_per_weight, &rc);
     return rc;
 }
 

@@ -17,6 +17,7 @@ typedef struct tb_claim_rec {
     int idx;                        /* condition index within the section     */
     /* inputs */
     const char *model, *model_source, *model_path, *weights;
+    double bits_per_weight;
     const char *device, *device_name, *device_class;
     const char *backend, *runtime;
     int ctx;

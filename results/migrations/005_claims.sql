@@ -25,6 +25,7 @@ CREATE TABLE IF NOT EXISTS claims (
     model_source       TEXT NOT NULL CHECK (model_source IN ('preset', 'gguf')),
     model_path         TEXT,                 -- the GGUF file; NULL for a preset
     weights            TEXT NOT NULL,        -- weight layout ("mlx-maple", "tq2_0", ...)
+    bits_per_weight    REAL NOT NULL,        -- per stored projection weight (what the fit compares)
     device             TEXT NOT NULL,        -- device profile id, or 'this'
     device_name        TEXT NOT NULL,
     device_class       TEXT NOT NULL,

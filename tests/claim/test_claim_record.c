@@ -148,6 +148,13 @@ static void test_measure_records(void **st) {
     assert_non_null(db);
     expect_one(db, "SELECT count(*) || ' ' || sum(measured_tok_s > 0) || ' ' || min(bandwidth_kind) || ' ' ||"
                    " min(model_source) || ' ' || min(runtime) FROM claims", "1 1 measured gguf ternbench");
+    /* ... and the database's measured claims can join the calibration */
+    const char *c[] = {"claim", "calibrate", "--loo", "--calibration", calib, "--devices", devdir, "--add-db", db, NULL};
+    r = run(c);
+    assert_int_equal(r.status, 0);
+    assert_non_null(strstr(r.out, "(measured claims)"));
+    assert_non_null(strstr(r.err, "measured claim rows added"));
+    e2e_res_free(&r);
     unsetenv("TB_THIS_GBPS");
 }
 

@@ -18,6 +18,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "claim.h"
 #include "scenario.h"
 #include "store.h"
 #include "store_claims.h"
@@ -133,6 +134,7 @@ static void make_v4(const char *path) {
 static tb_claim_rec_t rec(int idx, const char *verdict, double measured, int64_t test_id) {
     return (tb_claim_rec_t){
         .section = "claim.m", .idx = idx, .model = "maple-preview", .model_source = "preset", .weights = "mlx-maple",
+        .bits_per_weight = 2.02,
         .device = "m4", .device_name = "Mac mini (M4)", .device_class = "desktop", .backend = "gpu", .runtime = "mlx",
         .ctx = 512, .head = idx ? "approx:4748:256" : "exact", .head_approx = idx != 0, .kv_type = "f16",
         .claimed_tok_s = 218, .prompt_tokens = -1, .claimed_ttft_ms = NAN,
@@ -190,7 +192,26 @@ static void test_migrate_v4_and_claims(void **state) {
     tb_claim_rec_t odd = rec(7, "likely", NAN, -1);
     assert_int_not_equal(tb_store_add_claims(s, 1, &odd, 1), TB_OK);
     assert_int_equal(q_int(db, "SELECT count(*) FROM claims"), 2);
+
+    /* measured claims as calibration rows: the one measured row in, one above its roofline out */
+    tb_claim_rec_t fast = rec(8, "plausible", 1000, -1);
+    assert_int_equal(tb_store_add_claims(s, 1, &fast, 1), TB_OK);
     tb_store_close(s);
+    cl_calib_t c = {0};
+    int skipped = -1;
+    assert_int_equal(cl_calib_read_db(path, &c, &skipped), 0);
+    assert_int_equal(c.n, 1);
+    assert_int_equal(skipped, 1);
+    assert_true(c.rows[0].resolved);
+    assert_string_equal(c.rows[0].device, "m4");
+    assert_string_equal(c.rows[0].head, "approx:4748:256");
+    assert_int_equal(c.rows[0].line, 2);   /* the claim's id */
+    assert_true(fabs(c.rows[0].eff - 30.5 * 440899999.0 / 120e9) < 1e-12);
+    assert_true(fabs(c.rows[0].bpw - 2.02) < 1e-12);
+    assert_non_null(strstr(c.rows[0].source, "ternbench run u1"));
+    assert_int_equal(cl_calib_resolve(&c, cl_devices_dir(NULL)), 0);   /* resolved rows stay as read */
+    assert_true(fabs(c.rows[0].bw_gbps - 120) < 1e-12);
+    cl_calib_free(&c);
 }
 
 int main(void) {
