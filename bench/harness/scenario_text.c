@@ -187,6 +187,18 @@ void tb_plan_explain(const tb_plan_t *p, FILE *out) {
             fprintf(out, ";   test %d: [%s] %s\n", ++n, p->tests[i].name, label);
         }
     }
+    for (int i = 0; i < p->n_tests; i++) {   /* what a [claim] section records besides its tests */
+        const tb_section_t *t = &p->tests[i];
+        if (t->kind != TB_SEC_CLAIM) continue;
+        int n[3] = {1, 1, 0};
+        const tb_key_t lists[3] = {K_CLAIM_DEVICE, K_CLAIM_HEAD, K_CLAIM_CLAIMED};
+        for (int k = 0; k < 3; k++)
+            for (const char *c = t->v[lists[k]].s; c && *c; c++) n[k] += *c == ',';
+        if (t->v[K_CLAIM_CLAIMED].s && strspn(t->v[K_CLAIM_CLAIMED].s, " \t") < strlen(t->v[K_CLAIM_CLAIMED].s)) n[2]++;
+        fprintf(out, ";   claims: [%s] %d conditions (%d devices x %d heads x %d ctx x %d claimed) into the claims table\n",
+                t->name, n[0] * n[1] * t->v[K_CLAIM_CTX].n_list * (n[2] ? n[2] : 1), n[0], n[1],
+                t->v[K_CLAIM_CTX].n_list, n[2]);
+    }
     int nv = tb_plan_n_variants(p);
     if (nv > 1) fprintf(out, "; runs: %d, one per [model] type: %s\n", nv, p->model.v[K_MODEL_TYPE].s);
     fprintf(out, "; normalized text sha256: %s\n", p->hash);
