@@ -244,6 +244,24 @@ int cmd_show(int argc, char **argv) {
         }
         sqlite3_finalize(st);
     } else bad = 1;
+    /* claim checks recorded with the run (docs/claims.md) */
+    st = prep(d, "show", "SELECT section, device, ctx, head, printf('%.1f', roofline_tok_s), CASE WHEN"
+                         " projected_lo_tok_s IS NULL THEN '-' ELSE printf('[%.1f, %.1f]', projected_lo_tok_s,"
+                         " projected_hi_tok_s) END, CASE WHEN claimed_tok_s IS NULL THEN '-' ELSE"
+                         " printf('%g', claimed_tok_s) END, coalesce(verdict, '-'), CASE WHEN measured_tok_s IS NULL"
+                         " THEN '-' ELSE printf('%.1f', measured_tok_s) END FROM claims WHERE run_id = ?1"
+                         " ORDER BY section, idx");
+    if (st) {
+        sqlite3_bind_int64(st, 1, id);
+        int first = 1;
+        while (sqlite3_step(st) == SQLITE_ROW) {
+            if (first) printf("claims (section device ctx head: roofline, projected, claimed verdict, measured tok/s)\n");
+            first = 0;
+            printf("  %s %s %s %s: roofline %s, projected %s, claimed %s %s, measured %s\n", col(st, 0), col(st, 1),
+                   col(st, 2), col(st, 3), col(st, 4), col(st, 5), col(st, 6), col(st, 7), col(st, 8));
+        }
+        sqlite3_finalize(st);
+    } else bad = 1;
     st = prep(d, "show", "SELECT sensor, reason FROM sensor_absent WHERE run_id = ?1 ORDER BY sensor");
     if (st) {
         sqlite3_bind_int64(st, 1, id);

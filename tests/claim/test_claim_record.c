@@ -106,6 +106,12 @@ static void test_claim_db(void **st) {
     expect_one(db, "SELECT json_array_length(assumptions) || ' ' || json_array_length(basis_refs) FROM claims"
                    " WHERE idx = 0", "6 4");
     e2e_res_free(&r);
+    const char *sh[] = {"show", "1", "--db", db, NULL};
+    r = run(sh);
+    assert_int_equal(r.status, 0);
+    assert_non_null(strstr(r.out, "claim fx 512 exact: roofline "));
+    assert_non_null(strstr(r.out, "claimed 6 beyond published efficiency, measured -"));
+    e2e_res_free(&r);
 }
 
 /* Bad input records nothing. */
