@@ -18,12 +18,6 @@
 #include <string.h>
 
 #define MAX_COND 16
-#define DEFAULT_CENTROIDS CL_DEFAULT_CENTROIDS
-#define DEFAULT_PROBES CL_DEFAULT_PROBES
-
-typedef cl_cond_t cond_t;
-#define head_label cl_head_label
-
 typedef struct opts {
     const char *model, *type, *device, *backend, *runtime, *kv, *calib, *devdir;
     const char *ctx_s, *head_s;
@@ -51,7 +45,7 @@ static int usage(const char *msg) {
             "  condition with the engine and print the measured speed beside the projection\n"
             "  --db FILE / --record (the default database): record every condition, under a run of its\n"
             "  own, into the claims table; --measure records by default, --no-db does not\n",
-            DEFAULT_CENTROIDS, DEFAULT_PROBES);
+            CL_DEFAULT_CENTROIDS, CL_DEFAULT_PROBES);
     return 2;
 }
 
@@ -125,7 +119,7 @@ static int load_geometry(const char *model, const char *type, tb_geometry_t **g)
  * the command line as the run's scenario text (its hash the key), tag
  * command=claim, then the conditions in one transaction. 0, or 1 with the
  * message printed. */
-static int record_command(const opts_t *o, int argc, char **argv, const cl_check_t *ck, const cond_t *k, int nk) {
+static int record_command(const opts_t *o, int argc, char **argv, const cl_check_t *ck, const cl_cond_t *k, int nk) {
     char text[8192];
     size_t n = (size_t)snprintf(text, sizeof text, "; ternbench claim (command line)\nternbench");
     for (int i = 0; i < argc && n < sizeof text; i++)
@@ -230,7 +224,7 @@ int cmd_claim(int argc, char **argv) {
         ctxs[0] = (int)c;
         n_ctx = 1;
     }
-    tb_head_opts_t heads[2] = {{0, 0}, {DEFAULT_CENTROIDS, DEFAULT_PROBES}};
+    tb_head_opts_t heads[2] = {{0, 0}, {CL_DEFAULT_CENTROIDS, CL_DEFAULT_PROBES}};
     int n_head = 2;
     if (o.head_s) {
         if (cl_parse_head(o.head_s, &heads[0])) return usage("--head is exact or approx[:CENTROIDS[:PROBES]]");
@@ -255,13 +249,13 @@ int cmd_claim(int argc, char **argv) {
     cl_calib_t c = {0};
     if ((rc = load_calib(&o, &c))) { cl_calib_free(&c); tb_geometry_free(g); return rc; }
 
-    cond_t k[MAX_COND];
+    cl_cond_t k[MAX_COND];
     int nk = 0;
     double bpw = cl_geom_bpw(g);
     cl_query_t q = {o.runtime, o.backend, d.cls, d.id, g->name, g->weights, d.bw_gbps, bpw, -1};
     for (int hi = 0; hi < n_head; hi++)
         for (int ci = 0; ci < n_ctx; ci++) {
-            cond_t *x = &k[nk];
+            cl_cond_t *x = &k[nk];
             memset(x, 0, sizeof *x);
             x->ctx = ctxs[ci];
             x->head = heads[hi];
@@ -335,7 +329,7 @@ int cmd_claim(int argc, char **argv) {
         printf("], \"conditions\": [");
         for (int i = 0; i < nk; i++) {
             char hl[48];
-            head_label(&k[i].head, hl, sizeof hl);
+            cl_head_label(&k[i].head, hl, sizeof hl);
             printf("%s{\"ctx\": %d, \"head\": \"%s\", \"head_approximate\": %s, \"bytes_per_token\": %llu, "
                    "\"weights\": %llu, \"head_bytes\": %llu, \"kv\": %llu, \"roofline_tok_s\": %.3f",
                    i ? ", " : "", k[i].ctx, hl, k[i].b.head_approx ? "true" : "false",
@@ -369,7 +363,7 @@ int cmd_claim(int argc, char **argv) {
         printf("\n");
         for (int i = 0; i < nk; i++) {
             char hl[48], pj[48];
-            head_label(&k[i].head, hl, sizeof hl);
+            cl_head_label(&k[i].head, hl, sizeof hl);
             if (k[i].b.head_approx) strncat(hl, " (APPROX)", sizeof hl - strlen(hl) - 1);
             if (k[i].fitted) snprintf(pj, sizeof pj, "[%.1f, %.1f]", k[i].lo, k[i].hi);
             else snprintf(pj, sizeof pj, "-");
