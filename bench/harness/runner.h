@@ -56,6 +56,9 @@ typedef struct tb_run_result {
 /* Resolve the plan's model file: [model] path, or the cached synthesized
  * model (created atomically on first use). *path is allocated. */
 int tb_runner_model_path(const tb_plan_t *plan, int variant, char **path, int quiet);
+/* The same for the plan's synthesized preset and seed in weight type
+ * `type` ("default", "f32", ...): a [quality] reference = TYPE. */
+int tb_runner_synth_path(const tb_plan_t *plan, const char *type, char **path, int quiet);
 
 /* Run the plan. Returns TB_OK when the run was recorded (see res->status
  * for failures of individual tests and interruption), or a negative status

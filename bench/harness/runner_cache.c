@@ -84,10 +84,16 @@ int tb_runner_model_path(const tb_plan_t *plan, int variant, char **path, int qu
         *path = strdup(plan->model_path);
         return *path ? TB_OK : tb_err(TB_ERR_NOMEM, "out of memory");
     }
-    const tb_section_t *m = &plan->model;
-    const char *preset = m->v[K_MODEL_SYNTH].s;
     char type[32];
     tb_plan_variant_type(plan, variant, type, sizeof type);
+    return tb_runner_synth_path(plan, type, path, quiet);
+}
+
+int tb_runner_synth_path(const tb_plan_t *plan, const char *type, char **path, int quiet) {
+    *path = NULL;
+    if (plan->model_path) return tb_err(TB_ERR_ARG, "%s: [model] path: not a synthesized model", plan->path);
+    const tb_section_t *m = &plan->model;
+    const char *preset = m->v[K_MODEL_SYNTH].s;
     const char *vocab = m->v[K_MODEL_VOCAB_FROM].s;
     char dir[2048], vtag[32] = "", vpath[2048] = "";
     cache_dir(plan, dir, sizeof dir);

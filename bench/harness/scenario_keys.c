@@ -8,7 +8,7 @@
 #include "scenario.h"
 
 static const char *const sec_names[TB_SEC_COUNT] = {
-    "model", "engine", "protocol", "prefill", "decode", "ttft", "generate", "sustained",
+    "model", "engine", "protocol", "prefill", "decode", "ttft", "generate", "sustained", "quality",
 };
 
 const char *tb_sec_kind_name(tb_sec_kind_t k) {
@@ -136,4 +136,22 @@ const tb_key_def_t tb_scenario_keys[K_COUNT] = {
         "Sampling temperature (0: greedy)."},
     [K_SUS_TOP_P] = {TB_SEC_SUSTAINED, "top_p", TB_KT_FLOAT, TB_UNIT_NONE, "1.0", 0, 1, NULL,
         "Nucleus sampling threshold (1: off)."},
+
+    /* ---- [quality] ---- */
+    [K_QUAL_REFERENCE] = {TB_SEC_QUALITY, "reference", TB_KT_STRING, TB_UNIT_NONE, "", 0, 0, NULL,
+        "synth: the reference is the same preset and seed in this weight type (f32, f16, ...; "
+        "synthesized into the cache like [model] type). Exactly one of reference and reference_file."},
+    [K_QUAL_REFERENCE_FILE] = {TB_SEC_QUALITY, "reference_file", TB_KT_PATH, TB_UNIT_NONE, "", 0, 0, NULL,
+        "Reference: a GGUF model, or a reference file saved by `ternbench quality --save-ref` "
+        "(told apart by its first bytes)."},
+    [K_QUAL_TEXT] = {TB_SEC_QUALITY, "text", TB_KT_PATH, TB_UNIT_NONE, "", 0, 0, NULL,
+        "UTF-8 text scored (required): tokenized once, cut into chunks of ctx tokens, the second "
+        "half of each chunk scored (llama-perplexity's procedure)."},
+    [K_QUAL_CTX] = {TB_SEC_QUALITY, "ctx", TB_KT_INT, TB_UNIT_COUNT, "512", 8, 1048576, NULL,
+        "Tokens per chunk."},
+    [K_QUAL_CHUNKS] = {TB_SEC_QUALITY, "chunks", TB_KT_INT, TB_UNIT_NONE, "0", 0, 1048576, NULL,
+        "Chunks scored (0: all that fit in the text; at least 2 must fit)."},
+    [K_QUAL_HEAD] = {TB_SEC_QUALITY, "head", TB_KT_STRING, TB_UNIT_NONE, "", 0, 0, NULL,
+        "Output head of the test model: exact or approx:CENTROIDS[:TOPC] (empty: [engine] head). "
+        "The reference always runs the exact head."},
 };

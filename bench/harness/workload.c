@@ -1,5 +1,6 @@
 /*
- * workload.c — the five test kinds, one repetition each (see workload.h).
+ * workload.c — the five speed test kinds, one repetition each (see workload.h;
+ * [quality] is workload_quality.c).
  *
  * Timing: tb_now_ns() (monotonic) around engine calls only; sampling and
  * detokenization are inside the per-token interval because a user waits for
@@ -92,6 +93,7 @@ tb_metric_id_t tb_work_headline_metric(tb_sec_kind_t kind) {
     switch (kind) {
     case TB_SEC_PREFILL: return TB_M_PREFILL_TOK_PER_S;
     case TB_SEC_TTFT: return TB_M_TTFT_MS;
+    case TB_SEC_QUALITY: return TB_M_SAME_TOP_PCT;
     default: return TB_M_DECODE_TOK_PER_S;
     }
 }
@@ -103,6 +105,7 @@ int32_t tb_work_ctx_needed(const tb_section_t *sec, int64_t param, int n_prompt)
     case TB_SEC_TTFT: return n_prompt + 2;
     case TB_SEC_GENERATE: return (int32_t)(n_prompt + sec->v[K_GEN_TOKENS].i + 1);
     case TB_SEC_SUSTAINED: return (int32_t)sec->v[K_SUS_CTX].i;
+    case TB_SEC_QUALITY: return (int32_t)sec->v[K_QUAL_CTX].i;
     default: return 0;
     }
 }
@@ -512,6 +515,7 @@ done:
 
 int tb_work_run(const tb_work_t *w, tb_rep_t *rep) {
     if (w->sec->kind == TB_SEC_DECODE) return run_decode(w, rep);
+    if (w->sec->kind == TB_SEC_QUALITY) return tb_work_quality_run(w, rep);
     tb_rep_reset(rep);
     tb_session_reset(w->sess);
     double e0 = w->sensors ? tb_sensors_energy_j(w->sensors) : -1;
