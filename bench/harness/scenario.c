@@ -482,11 +482,6 @@ static void validate_quality(parse_ctx_t *c, tb_section_t *t) {
     }
     if (*rt->s) {
         tb_type_t ty;
-        if (p->model_path) {
-            perr(c, rt->line, "[%s] reference = %s needs [model] synth = PRESET; with [model] path use "
-                 "reference_file = FILE", t->name, rt->s);
-            return;
-        }
         if (strcasecmp(rt->s, "default") &&
             (tb_type_from_name(rt->s, &ty) != TB_OK || !tb_type_supported((uint32_t)ty))) {
             perr(c, rt->line, "[%s] reference: unknown weight type \"%s\": expected default, f32, f16, "
@@ -545,14 +540,14 @@ static void validate(parse_ctx_t *c) {
         return;
     }
     if (*path) {
-        static const tb_key_t synth_only[] = {K_MODEL_TYPE, K_MODEL_SEED, K_MODEL_VOCAB_FROM,
-                                              K_MODEL_CACHE_DIR};
+        static const tb_key_t synth_only[] = {K_MODEL_SEED, K_MODEL_VOCAB_FROM};
         for (size_t i = 0; i < TB_ARRAY_LEN(synth_only); i++)
             if (m->v[synth_only[i]].line) {
                 perr(c, m->v[synth_only[i]].line, "[model] %s only applies with synth = PRESET",
                      tb_scenario_keys[synth_only[i]].name);
                 return;
             }
+        if (canon_types(c, &m->v[K_MODEL_TYPE]) != 0) return;
         if (!(p->model_path = resolve_path(p, path))) { perr(c, 0, "out of memory"); return; }
         if (access(p->model_path, R_OK) != 0) {
             perr(c, m->v[K_MODEL_PATH].line, "[model] path: cannot read model \"%s\": %s",

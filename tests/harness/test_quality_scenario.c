@@ -139,8 +139,6 @@ static void test_errors(void **state) {
     expect_error(SYNTH "[decode]\n[quality.x]\ntext = text.txt\n", 4, "[quality.x] needs a reference");
     expect_error(SYNTH "[quality]\nreference = f32\ntext = text.txt\nreference_file = m.gguf\n", 6,
                  "has both reference (line 4) and reference_file");
-    expect_error("[model]\npath = m.gguf\n[quality]\nreference = f32\ntext = text.txt\n", 4,
-                 "reference = f32 needs [model] synth");
     expect_error(SYNTH "[quality]\nreference = q3_k\ntext = text.txt\n", 4, "unknown weight type \"q3_k\"");
     expect_error(SYNTH "[quality]\nreference_file = gone.gguf\ntext = text.txt\n", 4, "reference_file: cannot read");
     expect_error(SYNTH "[quality]\nreference = f32\ntext = text.txt\nhead = approx:zero\n", 6, "[quality] head:");
