@@ -254,6 +254,24 @@ static void test_approximate_head(void **state) {
     E2E_RUN(&r, E2E_NO_LIMIT, "bench", "-m", "mt.gguf", "-n", "2", "--head", "approx:zero");
     assert_int_equal(r.status, 2);
     e2e_res_free(&r);
+    /* --head once per -m: the same file under both heads in one interleaved group */
+    E2E_RUN(&r, E2E_NO_LIMIT, "bench", "-m", "mt.gguf", "-m", "mt.gguf", "--head", "exact", "--head", "approx:64:4",
+            "-p", "0", "-n", "4", "-r", "2", "--db", "head.db", "-q", "--json");
+    if (r.status != 0) fail_msg("bench two heads: exit %d: %s", r.status, r.err);
+    if (!strstr(r.out, "\"head\": \"exact\", \"head_approximate\": false") ||
+        !strstr(r.out, "\"head\": \"approx:64:4\", \"head_approximate\": true"))
+        fail_msg("bench two heads: each file's head not labelled: %s", r.out);
+    e2e_res_free(&r);
+    q = e2e_db_query(dbp, "SELECT group_concat(h.value, ' ') FROM (SELECT h.value FROM run_tags h JOIN run_tags g"
+                          " ON g.run_id = h.run_id AND g.key = 'group.index' WHERE h.key = 'head'"
+                          " ORDER BY g.value) h");
+    assert_string_equal(q, "exact approx:64:4\n");
+    free(q);
+    E2E_RUN(&r, E2E_NO_LIMIT, "bench", "-m", "mt.gguf", "-m", "mt.gguf", "-m", "mt.gguf", "--head", "exact",
+            "--head", "approx:64:4", "-n", "2");
+    assert_int_equal(r.status, 2);
+    assert_non_null(strstr(r.err, "once per -m"));
+    e2e_res_free(&r);
 }
 
 /* The value of metric m of the test labelled `label` in run `run`, as the report prints it. */
