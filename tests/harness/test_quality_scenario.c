@@ -123,6 +123,14 @@ static void test_parse(void **state) {
     assert_string_not_equal(h1, p.hash);
     tb_plan_free(&p);
 
+    /* [engine] ctx does not bound a quality test: it opens its own sessions */
+    assert_int_equal(parse(SYNTH "[engine]\nctx = 16\n[quality]\nreference = f32\ntext = text.txt\nctx = 512\n", &p),
+                     TB_OK);
+    FILE *devnull = fopen("/dev/null", "w");
+    assert_int_equal(tb_plan_check(&p, devnull), 0);
+    fclose(devnull);
+    tb_plan_free(&p);
+
     rc = parse("[model]\npath = m.gguf\n[quality]\nreference_file = m.gguf\ntext = text.txt\nctx = 64\nchunks = 2\n"
                "head = approx:16:2\n", &p);
     if (rc) fail_msg("%s", tb_last_error());
