@@ -5,8 +5,11 @@
  * mean KL divergence, same top-1), as a table and as a chart of decode
  * tok/s against mean KLD, one labelled point per format.
  *
- * A format's speed is its run's headline decode test (the smallest depth;
- * a run without one has no speed: "—"); its quality is each quality test
+ * A format is its run's model (legend label) with its tensors by type (a
+ * file's main type alone can hide its quantization: stories260K quantized
+ * to Q4_0 reports main type f16, its ffn_down tensors kept in F16). Its
+ * speed is its run's headline decode test (the smallest depth; a run
+ * without one has no speed: "—"); its quality is each quality test
  * of the same run, one row per test (a run may compare against several
  * references). Anything that ran the approximate output head — the run's
  * decode (tag head=approx:...) or the quality test's test model (test
@@ -131,9 +134,9 @@ int rp_quality_write(rp_ctx_t *c) {
                    "distribution from the reference's, and the share of scored tokens whose most likely next "
                    "token is the reference's). Formats that ran the approximate output head are labelled "
                    "APPROXIMATE.");
-    static const char *const h[] = {"format", "decode t/s", "bytes/token", "PPL", "PPL ratio", "mean KLD",
-                                    "same top-1 %", "reference", "text"};
-    rp_doc_table(d, 9, h, "lrrrrrrll");
+    static const char *const h[] = {"format", "tensors by type", "decode t/s", "bytes/token", "PPL", "PPL ratio",
+                                    "mean KLD", "same top-1 %", "reference", "text"};
+    rp_doc_table(d, 10, h, "llrrrrrrll");
     int approx = 0;
     for (int i = 0; i < n; i++) {
         const qrow_t *w = &rows[i];
@@ -157,7 +160,7 @@ int rp_quality_write(rp_ctx_t *c) {
         snprintf(ctx, sizeof ctx, "ctx %.0f", rp_json_number(w->q->params, "ctx", &cv) == TB_OK ? cv : NAN);
         snprintf(x[6], 96, "%.40s, %s, %.0f tok", strrchr(text, '/') ? strrchr(text, '/') + 1 : text, ctx,
                  rp_value(w->q, "scored_tokens"));
-        const char *cells[] = {w->label, x[0], x[1], x[2], x[3], x[4], x[5], w->ref, x[6]};
+        const char *cells[] = {w->label, w->run->weight_types, x[0], x[1], x[2], x[3], x[4], x[5], w->ref, x[6]};
         rp_doc_row(d, cells);
         approx |= w->approx;
     }
