@@ -28,10 +28,16 @@ typedef struct {
     bool profile;       /* --profile: per-phase split of one more decode run */
     bool tok_turns;     /* --interleave token: decode files take turns token by token */
     bool quiet;         /* -q: no progress display */
-    const char *head;   /* --head exact|approx:C[:T] (NULL: exact) */
+    const char *heads[BENCH_MAX_MODELS];   /* --head exact|approx:C[:T] (NULL: exact): once for  */
+    int n_heads;                           /* every file, or once per -m, the i-th for the i-th */
     const char *db;     /* --db FILE (default tb_store_default_path()); NULL: --no-db */
     cmd_tags_t tags;    /* --tag KEY=VALUE, then the engine's provenance tags */
 } bench_opts_t;
+
+/* The approximate head file k runs ("approx:..."), NULL for the exact head. */
+static inline const char *bench_head(const bench_opts_t *o, int k) {
+    return o->n_heads == 1 ? o->heads[0] : k < o->n_heads ? o->heads[k] : NULL;
+}
 
 typedef struct {
     char test[48];

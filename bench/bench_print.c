@@ -164,8 +164,8 @@ void bench_print_json(const bench_var_t *v, int nv, int n_res, const bench_ratio
                    v[k].info.load_ns / 1e9);
             cmd_json_str(v[k].path);
             printf(", \"head\": ");
-            cmd_json_str(o->head ? o->head : "exact");
-            printf(", \"head_approximate\": %s", o->head ? "true" : "false");
+            cmd_json_str(bench_head(o, k) ? bench_head(o, k) : "exact");
+            printf(", \"head_approximate\": %s", bench_head(o, k) ? "true" : "false");
             printf(", \"run_id\": %lld, \"run_uuid\": \"%s\", \"db\": ", (long long)v[k].run_id, v[k].uuid);
             if (o->db) cmd_json_str(o->db);
             else printf("null");
@@ -216,8 +216,9 @@ void bench_print_table(const bench_var_t *v, int nv, int n_res, const bench_rati
         printf("# weights %s: %.2f GB resident in huge-page copies (%.2f GB repacked), loaded in %.2f s\n",
                o->mmap ? "mmap" : "copy", in->resident_bytes / 1e9, in->repack_bytes / 1e9, in->load_ns / 1e9);
         if (o->db) printf("# recorded as run %lld (%s) in %s\n", (long long)v[k].run_id, v[k].uuid, o->db);
-        if (o->head) printf("# APPROXIMATE output head %s: clustered rows, approximate logits; bytes/token count the"
-                            " rows it read\n", o->head);
+        if (bench_head(o, k))
+            printf("# %s: APPROXIMATE output head %s: clustered rows, approximate logits; bytes/token count the"
+                   " rows it read\n", v[k].path, bench_head(o, k));
     }
     if (nv > 1 && o->tok_turns)
         printf("# the files take turns inside every rep (forward on even reps, backward on odd), in decode "
@@ -233,14 +234,20 @@ void bench_print_table(const bench_var_t *v, int nv, int n_res, const bench_rati
            "# of the probes taken just before and just after it (median roofline per test below)\n",
            bw_before, bw_after);
     printf("%-8s ", "test");
-    if (nv > 1) printf("%-28s ", "model");
+    const int mw = o->n_heads > 1 ? 44 : 28;   /* "FILE APPROX approx:C:T" */
+    if (nv > 1) printf("%-*s ", mw, "model");
     printf("%12s %9s %14s %10s %9s %9s %15s\n", "tok/s", "stddev", "bytes/token", "GB/s", "roof GB/s",
            "roofline", "range");
     for (int t = 0; t < n_res; t++)
         for (int k = 0; k < nv; k++) {
             const bench_result_t *r = &v[k].res[t];
             printf("%-8s ", r->test);
-            if (nv > 1) printf("%-28.28s ", base_name(v[k].path));
+            if (nv > 1) {   /* the same file under two heads: the head names the row */
+                char name[96];
+                if (bench_head(o, k)) snprintf(name, sizeof name, "%s APPROX %s", base_name(v[k].path), bench_head(o, k));
+                else snprintf(name, sizeof name, "%s%s", base_name(v[k].path), o->n_heads > 1 ? " exact" : "");
+                printf("%-*.*s ", mw, mw, name);
+            }
             printf("%12.2f %9.2f %14.0f %10.2f %9.2f %8.1f%% %6.1f-%5.1f%%\n", r->tps_median, r->tps_stddev,
                    r->bytes_per_token, r->gbps, r->bw_median, r->roofline_pct, r->roofline_pct_min,
                    r->roofline_pct_max);

@@ -68,7 +68,9 @@ static int bench_usage(void) {
                     "           (default) or token by token, every token then also paired with the first\n"
                     "           file's next to it\n"
                     "  --head H the output head: exact (default), or approx:CENTROIDS[:TOPC], the clustered\n"
-                    "           FlashHead approximation (approximate logits; labelled in every output)\n"
+                    "           FlashHead approximation (approximate logits; labelled in every output); once\n"
+                    "           for every file, or once per -m: the same file twice with --head exact\n"
+                    "           --head approx:... measures the head against the exact one\n"
                     "  --db F   record into F (default $TB_DB or %s); --no-db: a scratch database\n"
                     "  --tag K=V  a run tag (repeatable)\n"
                     "  -q       no progress display\n",
@@ -127,7 +129,11 @@ static int parse_args(int argc, char **argv, bench_opts_t *o) {
                 fprintf(stderr, "ternbench bench: --head %s: %s\n", v, tb_last_error());
                 return 2;
             }
-            o->head = approx ? v : NULL;
+            if (o->n_heads == BENCH_MAX_MODELS) {
+                fprintf(stderr, "ternbench bench: at most %d --head, got more at '%s'\n", BENCH_MAX_MODELS, v);
+                return 2;
+            }
+            o->heads[o->n_heads++] = approx ? v : NULL;
         }
         else {   /* --interleave */
             if (strcmp(v, "rep") && strcmp(v, "token")) {
@@ -143,6 +149,11 @@ static int parse_args(int argc, char **argv, bench_opts_t *o) {
         fprintf(stderr, "ternbench bench: --interleave token takes turns between files: give two or more -m\n");
         return 2;
     }
+    if (o->n_heads > 1 && o->n_heads != o->n_models) {
+        fprintf(stderr, "ternbench bench: give --head once (every file) or once per -m (%d files, %d --head)\n",
+                o->n_models, o->n_heads);
+        return 2;
+    }
     if (o->n_prompt == 0 && o->n_gen == 0) {
         fprintf(stderr, "ternbench bench: -p 0 and -n 0 leave no test to run\n");
         return 2;
@@ -156,7 +167,7 @@ static int parse_args(int argc, char **argv, bench_opts_t *o) {
 
 /* The scenario text bench runs for one file: what `ternbench run` would
  * run from the same file (stored with the run, normalized and hashed). */
-static char *plan_text(const bench_opts_t *o, const char *model) {
+static char *plan_text(const bench_opts_t *o, const char *model, int k) {
     char *t = NULL;
     int n_ctx = o->ctx + (o->n_prompt > o->n_gen ? o->n_prompt : o->n_gen) + 1;
     char pre[64] = "", dec[128] = "";
@@ -167,7 +178,7 @@ static char *plan_text(const bench_opts_t *o, const char *model) {
                      "[protocol]\nwarmup = 1\nrepetitions = %d\nbandwidth_probe = 256m\n"
                      "throttle_check = false\nrecord_tokens = true\n%s%s",
                  model, o->threads, n_ctx, o->n_prompt > 512 ? o->n_prompt : 512,
-                 o->mmap ? "mmap" : "copy", o->head ? o->head : "exact", o->reps, pre, dec) < 0)
+                 o->mmap ? "mmap" : "copy", bench_head(o, k) ? bench_head(o, k) : "exact", o->reps, pre, dec) < 0)
         return NULL;
     return t;
 }
@@ -368,7 +379,7 @@ int cmd_bench(int argc, char **argv) {
     for (int k = 0; k < nv; k++) {
         v[k].path = o.models[k];
         char *abs = realpath(o.models[k], NULL);
-        char *text = plan_text(&o, abs ? abs : o.models[k]);
+        char *text = plan_text(&o, abs ? abs : o.models[k], k);
         free(abs);
         rc = text ? tb_plan_parse("bench", text, strlen(text), &plans[k]) : TB_ERR_NOMEM;
         free(text);

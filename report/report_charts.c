@@ -545,6 +545,7 @@ int rp_charts_write(rp_ctx_t *c) {
                              "prefill_tok_per_s", 1, "prompt length (tokens)", "prefill (tok/s)");
     if (!rc) rc = rp_charts_time_write(c);
     if (!rc) rc = format_chart(c);
+    if (!rc) rc = rp_quality_chart(c);
     if (!rc) rc = roofline_chart(c);
     return rc;
 }

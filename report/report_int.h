@@ -212,5 +212,7 @@ void rp_chart_subtitle(rp_ctx_t *c, const rp_run_t *only, rp_buf_t *out);
 void rp_gp_quote(rp_buf_t *out, const char *s);
 
 int rp_charts_time_write(rp_ctx_t *c);      /* report_charts_time.c: sustained, ITL CDF */
+int rp_quality_write(rp_ctx_t *c);          /* report_quality.c: speed and quality table */
+int rp_quality_chart(rp_ctx_t *c);          /* report_quality.c: decode tok/s against mean KLD */
 
 #endif

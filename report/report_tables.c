@@ -257,6 +257,7 @@ int rp_tables_write(rp_ctx_t *c) {
         const rp_run_t *r = &s->runs[i];
         for (int j = 0; j < r->n_tests; j++) {
             const rp_test_t *t = &r->tests[j];
+            if (!strcmp(t->kind, "quality")) continue;   /* its own table (report_quality.c) */
             if (!has_any(t, stab) && strcmp(t->kind, "sustained") && !t->thermal[0]) continue;
             if (!rows++) rp_doc_table(d, 8, h4, "llrlrrlr");
             char x[5][96];

@@ -13,6 +13,7 @@
 #define TT TB_MK_TTFT
 #define GE TB_MK_GENERATE
 #define SU TB_MK_SUSTAINED
+#define QU TB_MK_QUALITY
 #define HI TB_BETTER_HIGHER
 #define LO TB_BETTER_LOWER
 #define NO TB_BETTER_NONE
@@ -79,6 +80,23 @@ const tb_metric_def_t tb_metrics[TB_M_COUNT] = {
         "KV cache and scratch of the session (tb_session_memory_bytes)"},
     [TB_M_ENERGY_J_PER_TOK] = {"energy_j_per_tok", "J/tok", LO, TB_MK_ALL & ~TT,
         "package energy per token where RAPL is readable (else in sensor_absent)"},
+    [TB_M_PPL] = {"ppl", "ppl", LO, QU, "perplexity of the test model on the scored tokens: e^mean(-ln p(next))"},
+    [TB_M_PPL_UNC] = {"ppl_unc", "ppl", NO, QU, "its uncertainty: ppl x standard error of mean(-ln p)"},
+    [TB_M_PPL_BASE] = {"ppl_base", "ppl", NO, QU, "perplexity of the reference on the same tokens"},
+    [TB_M_PPL_RATIO] = {"ppl_ratio", "x", LO, QU, "ppl / ppl_base: e^mean(ln p_ref(next) - ln p_test(next))"},
+    [TB_M_KLD_MEAN] = {"kld_mean", "nats", LO, QU,
+        "mean KL divergence of the test model's next-token distribution from the reference's (top-K form)"},
+    [TB_M_KLD_UNC] = {"kld_unc", "nats", NO, QU, "standard error of kld_mean"},
+    [TB_M_KLD_MEDIAN] = {"kld_median", "nats", LO, QU, "median per-token KL divergence"},
+    [TB_M_KLD_P99] = {"kld_p99", "nats", LO, QU, "99th percentile per-token KL divergence"},
+    [TB_M_KLD_MAX] = {"kld_max", "nats", LO, QU, "largest per-token KL divergence"},
+    [TB_M_SAME_TOP_PCT] = {"same_top_pct", "%", HI, QU,
+        "scored tokens whose most likely next token is the reference's"},
+    [TB_M_DP_RMS] = {"dp_rms", "%", LO, QU,
+        "RMS of dp = p_test(next) - p_ref(next), in percentage points"},
+    [TB_M_HEAD_ROWS_PER_TOKEN] = {"head_rows_per_token", "rows", LO, QU,
+        "output-head rows the test model multiplied per scored token (the vocabulary for the exact head)"},
+    [TB_M_SCORED_TOKENS] = {"scored_tokens", "tok", NO, QU, "tokens scored: chunks x (ctx - 1 - ctx/2)"},
 };
 
 static_assert(sizeof tb_metrics / sizeof tb_metrics[0] == TB_M_COUNT, "one row per metric");
@@ -90,7 +108,7 @@ const tb_metric_def_t *tb_metric_find(const char *name) {
 }
 
 void tb_metrics_markdown(FILE *out) {
-    static const char *const kind[] = {"prefill", "decode", "ttft", "generate", "sustained"};
+    static const char *const kind[] = {"prefill", "decode", "ttft", "generate", "sustained", "quality"};
     fprintf(out, "| metric | unit | better | kinds | what |\n|---|---|---|---|---|\n");
     for (int i = 0; i < TB_M_COUNT; i++) {
         const tb_metric_def_t *d = &tb_metrics[i];
@@ -98,7 +116,7 @@ void tb_metrics_markdown(FILE *out) {
                 d->better == TB_BETTER_HIGHER ? "higher" : d->better == TB_BETTER_LOWER ? "lower" : "-");
         if (d->kinds == TB_MK_ALL) fprintf(out, "all");
         else
-            for (int k = 0, first = 1; k < 5; k++)
+            for (int k = 0, first = 1; k < 6; k++)
                 if (d->kinds & (1u << k)) { fprintf(out, "%s%s", first ? "" : ", ", kind[k]); first = 0; }
         fprintf(out, " | %s |\n", d->help);
     }

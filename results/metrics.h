@@ -40,6 +40,10 @@ typedef enum tb_metric_id {
     TB_M_STEAL_PCT,
     /* footprint and energy */
     TB_M_PEAK_RSS_BYTES, TB_M_SESSION_BYTES, TB_M_ENERGY_J_PER_TOK,
+    /* quality against a reference ([quality], bench/quality/quality.h) */
+    TB_M_PPL, TB_M_PPL_UNC, TB_M_PPL_BASE, TB_M_PPL_RATIO, TB_M_KLD_MEAN, TB_M_KLD_UNC,
+    TB_M_KLD_MEDIAN, TB_M_KLD_P99, TB_M_KLD_MAX, TB_M_SAME_TOP_PCT, TB_M_DP_RMS,
+    TB_M_HEAD_ROWS_PER_TOKEN, TB_M_SCORED_TOKENS,
     TB_M_COUNT
 } tb_metric_id_t;
 
@@ -52,7 +56,8 @@ typedef enum tb_better { TB_BETTER_NONE = 0, TB_BETTER_HIGHER = 1, TB_BETTER_LOW
 #define TB_MK_TTFT      (1u << 2)
 #define TB_MK_GENERATE  (1u << 3)
 #define TB_MK_SUSTAINED (1u << 4)
-#define TB_MK_ALL       0x1fu
+#define TB_MK_QUALITY   (1u << 5)
+#define TB_MK_ALL       0x1fu   /* every speed kind (quality records only its own metrics) */
 
 typedef struct tb_metric_def {
     const char *name;       /* as stored in measurements.metric */

@@ -192,8 +192,20 @@ static int query_int(tb_store_t *s, const char *sql, int64_t *out) {
 
 /* Bring user_version to tb_store_n_steps, one exclusive transaction per
  * step; the version is re-read inside the lock so concurrent openers apply
- * each step exactly once. A database newer than this build is refused. */
+ * each step exactly once. A database newer than this build is refused.
+ * Foreign keys are off while steps run (SQLite's procedure for rebuilding
+ * a table others refer to: dropping it would otherwise cascade), each step
+ * must leave no dangling reference, and they are on again afterwards. */
+static int migrate_steps(tb_store_t *s);
+
 static int migrate(tb_store_t *s) {
+    int rc = exec(s, "PRAGMA foreign_keys = OFF", "migration");
+    if (rc == TB_OK) rc = migrate_steps(s);
+    int erc = exec(s, "PRAGMA foreign_keys = ON", "migration");
+    return rc ? rc : erc;
+}
+
+static int migrate_steps(tb_store_t *s) {
     for (;;) {
         int64_t v;
         int rc = query_int(s, "PRAGMA user_version", &v);
@@ -210,6 +222,13 @@ static int migrate(tb_store_t *s) {
         char what[64], set[64];
         snprintf(what, sizeof what, "migration to schema version %lld", (long long)v + 1);
         if ((rc = exec(s, tb_store_steps[v], what))) goto fail;
+        int64_t dangling;
+        if ((rc = query_int(s, "SELECT count(*) FROM pragma_foreign_key_check", &dangling))) goto fail;
+        if (dangling) {
+            rc = tb_err(TB_ERR_FORMAT, "%s: %s would leave %lld rows referring to nothing; nothing was "
+                        "changed", s->path, what, (long long)dangling);
+            goto fail;
+        }
         snprintf(set, sizeof set, "PRAGMA user_version = %lld", (long long)v + 1);
         if ((rc = exec(s, set, what))) goto fail;
         if ((rc = exec(s, "COMMIT", what))) goto fail;

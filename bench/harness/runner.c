@@ -64,6 +64,7 @@ typedef struct member {
     tb_session_t *sess;
     int32_t *prompt;
     int n_prompt;
+    tb_work_quality_t q;    /* a [quality] case's files and hashes */
     int64_t test_id;
     int ok;                 /* still running this case */
     int done;               /* measured repetitions written */
@@ -285,6 +286,14 @@ static const char *test_kind(const tb_section_t *sec) {
     return sec->kind == TB_SEC_CLAIM ? "decode" : tb_sec_kind_name(sec->kind);
 }
 
+/* Warm-ups and measured repetitions of a case: [protocol]'s, except a
+ * [quality] case, deterministic, which runs once without warm-up. */
+static void case_reps(const tb_section_t *sec, const tb_section_t *pr, int *warm, int *reps) {
+    const bool once = sec->kind == TB_SEC_QUALITY;
+    *warm = once ? 0 : (int)pr->v[K_PROTO_WARMUP].i;
+    *reps = once ? 1 : (int)pr->v[K_PROTO_REPETITIONS].i;
+}
+
 /* The typed parameters of a case (test_params). */
 static int case_params(const member_t *m, const group_t *g, const tb_section_t *sec, int64_t param,
                        int32_t n_ctx, tb_param_t *p) {
@@ -301,12 +310,15 @@ static int case_params(const member_t *m, const group_t *g, const tb_section_t *
     PI("threads", g->threads);
     PI("n_batch", pl->engine.v[K_ENGINE_BATCH].i);
     PS("kv_type", tb_type_name(m->kv_type));
-    PI("warmup", pr->v[K_PROTO_WARMUP].i);
-    PI("repetitions", pr->v[K_PROTO_REPETITIONS].i);
+    int warm, reps;
+    case_reps(sec, pr, &warm, &reps);
+    PI("warmup", warm);
+    PI("repetitions", reps);
     PS("headline", pr->v[K_PROTO_HEADLINE].s);
     PI("record_tokens", pr->v[K_PROTO_RECORD_TOKENS].i != 0);
     PI("seed", pr->v[K_PROTO_SEED].i);
-    PS("head", *pl->engine.v[K_ENGINE_HEAD].s ? pl->engine.v[K_ENGINE_HEAD].s : "exact");
+    PS("head", sec->kind == TB_SEC_QUALITY && m->q.head[0] ? m->q.head
+               : *pl->engine.v[K_ENGINE_HEAD].s ? pl->engine.v[K_ENGINE_HEAD].s : "exact");
     PS("interleave", g->n < 2 ? "none" : g->opts->interleave == TB_INTERLEAVE_TOKEN ? "token" : "rep");
     switch (sec->kind) {
     case TB_SEC_DECODE:
@@ -325,6 +337,17 @@ static int case_params(const member_t *m, const group_t *g, const tb_section_t *
         PI("duration_ms", sec->v[K_SUS_DURATION].i);
         PI("window", sec->v[K_SUS_WINDOW].i);
         PS("on_full", sec->v[K_SUS_ON_FULL].s);
+        break;
+    case TB_SEC_QUALITY:   /* what was compared, by content */
+        PI("ctx", sec->v[K_QUAL_CTX].i);
+        PI("chunks", sec->v[K_QUAL_CHUNKS].i);
+        PI("approximate", m->q.approx);
+        PS("reference_kind", m->q.ref_kind ? m->q.ref_kind : "");
+        PS("reference", m->q.ref_type && *m->q.ref_type ? m->q.ref_type : sec->v[K_QUAL_REFERENCE_FILE].s);
+        PS("reference_sha256", m->q.ref_sha256);
+        PS("model_sha256", m->q.model_sha256);
+        PS("text", sec->v[K_QUAL_TEXT].s);
+        PS("text_sha256", sec->text_sha256);
         break;
     default: break;
     }
@@ -351,13 +374,16 @@ static int case_begin(group_t *g, member_t *m, const tb_section_t *sec, int ci, 
     m->done = 0;
     m->err[0] = '\0';
     for (int i = 0; i < TB_M_COUNT; i++) m->n_ser[i] = 0;
-    int rc = make_prompt(m->model, sec, plen, seed, &m->prompt, &m->n_prompt);
+    /* a quality case opens its own sessions of its own ctx on both models */
+    const bool qual = sec->kind == TB_SEC_QUALITY;
+    int rc = qual ? tb_work_quality_prepare(p, sec, m->mpath, p->engine.v[K_ENGINE_HEAD].s, g->opts->quiet, &m->q)
+                  : make_prompt(m->model, sec, plen, seed, &m->prompt, &m->n_prompt);
     int32_t need = rc ? 0 : tb_work_ctx_needed(sec, param, m->n_prompt);
-    int32_t n_ctx = p->engine.v[K_ENGINE_CTX].i > 0 ? (int32_t)p->engine.v[K_ENGINE_CTX].i : need;
+    int32_t n_ctx = p->engine.v[K_ENGINE_CTX].i > 0 && !qual ? (int32_t)p->engine.v[K_ENGINE_CTX].i : need;
     if (!rc && n_ctx < need)
         rc = tb_err(TB_ERR_RANGE, "[%s] %s needs %d context positions; [engine] ctx is %d",
                     sec->name, label, need, n_ctx);
-    if (!rc) {
+    if (!rc && !qual) {
         tb_session_params_t sp = tb_session_default_params();
         sp.n_ctx = n_ctx;
         sp.n_threads = g->threads;
@@ -378,7 +404,8 @@ static int case_begin(group_t *g, member_t *m, const tb_section_t *sec, int ci, 
                        .prompt = m->prompt, .n_prompt = m->n_prompt,
                        .record = pr->v[K_PROTO_RECORD_TOKENS].i != 0,
                        .n_batch = (int)p->engine.v[K_ENGINE_BATCH].i, .kv_type = m->kv_type,
-                       .sensors = g->n == 1 ? g->sensors : NULL, .head = m->head, .stop = g->opts->stop};
+                       .sensors = g->n == 1 ? g->sensors : NULL, .head = m->head,
+                       .quality = qual ? &m->q : NULL, .threads = g->threads, .stop = g->opts->stop};
     return TB_OK;
 }
 
@@ -396,6 +423,7 @@ static int case_end(group_t *g, member_t *m, const tb_section_t *sec, const char
     m->sess = NULL;
     free(m->prompt);
     m->prompt = NULL;
+    tb_work_quality_free(&m->q);
     tb_rep_free(&m->rep);
     char status[16];
     snprintf(status, sizeof status, "%s", interrupted ? "interrupted" : m->err[0] ? "failed" : "complete");
@@ -452,7 +480,7 @@ static int reps_in_turn(group_t *g, int r) {
         probe_t before = g->last;
         g->last = take_probe(g);
         if (wr < 0) { case_fail(m); continue; }
-        bracket(&m->rep, &before, &g->last, steal);
+        if (m->w.sec->kind != TB_SEC_QUALITY) bracket(&m->rep, &before, &g->last, steal);
         int rc = write_rep(g, m, r);
         if (rc) return rc;
     }
@@ -502,7 +530,8 @@ static int reps_by_token(group_t *g, int r) {
  * store error. */
 static int run_case(group_t *g, const tb_section_t *sec, int ci, int *interrupted) {
     const tb_section_t *pr = &g->m[0].plan->protocol;
-    int warm = (int)pr->v[K_PROTO_WARMUP].i, reps = (int)pr->v[K_PROTO_REPETITIONS].i;
+    int warm, reps;
+    case_reps(sec, pr, &warm, &reps);
     char label[96];
     tb_section_case_label(sec, ci, label, sizeof label);
     int rc = TB_OK;
@@ -757,9 +786,11 @@ int tb_runner_run_group(const tb_plan_t *const *plans, const int *variants, int 
     if (rc) goto end;
 
     int64_t units = 0;
-    for (int i = 0; i < p0->n_tests; i++)
-        units += (int64_t)tb_section_n_cases(&p0->tests[i]) * n *
-                 (pr->v[K_PROTO_WARMUP].i + pr->v[K_PROTO_REPETITIONS].i);
+    for (int i = 0; i < p0->n_tests; i++) {
+        int warm, nrep;
+        case_reps(&p0->tests[i], pr, &warm, &nrep);
+        units += (int64_t)tb_section_n_cases(&p0->tests[i]) * n * (warm + nrep);
+    }
     tb_progress_init(&g.prog, units, opts->quiet);
     for (int k = 0; k < n; k++)
         tb_progress_note(&g.prog, "run %s: %s on %s (%s, %d threads, isa %s)", res[k].uuid, plans[k]->name,
@@ -806,6 +837,7 @@ out:
         tb_session_free(m[k].sess);
         tb_rep_free(&m[k].rep);
         free(m[k].prompt);
+        tb_work_quality_free(&m[k].q);
         tb_head_free(m[k].head);   /* after its sessions, before its model */
         tb_model_free(m[k].model);
         free(m[k].rows);

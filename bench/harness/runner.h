@@ -53,9 +53,14 @@ typedef struct tb_run_result {
     tb_model_info_t info;          /* the model as loaded for the run */
 } tb_run_result_t;
 
-/* Resolve the plan's model file: [model] path, or the cached synthesized
- * model (created atomically on first use). *path is allocated. */
+/* Resolve the plan's model file for its [model] type entry `variant`:
+ * [model] path itself (type default) or quantized into the cache, or the
+ * cached synthesized model (either created atomically on first use).
+ * *path is allocated. */
 int tb_runner_model_path(const tb_plan_t *plan, int variant, char **path, int quiet);
+/* The same for weight type `type` ("default", "f32", ...) whatever the
+ * plan's type list: a [quality] reference = TYPE. */
+int tb_runner_synth_path(const tb_plan_t *plan, const char *type, char **path, int quiet);
 
 /* Run the plan. Returns TB_OK when the run was recorded (see res->status
  * for failures of individual tests and interruption), or a negative status

@@ -79,15 +79,60 @@ static void synth_progress(void *ud, uint64_t done, uint64_t total) {
 }
 
 int tb_runner_model_path(const tb_plan_t *plan, int variant, char **path, int quiet) {
+    char type[32];
+    tb_plan_variant_type(plan, variant, type, sizeof type);
+    return tb_runner_synth_path(plan, type, path, quiet);
+}
+
+/* [model] path quantized into `type` in the cache, once: named by the
+ * source's absolute path, size and modification time, so that an edited
+ * source is quantized again; published with an atomic rename. */
+static int quantized_path(const tb_plan_t *plan, const char *type, char **path, int quiet) {
+    tb_type_t t;
+    int rc = tb_type_from_name(type, &t);
+    if (rc) return tb_err_prefix(rc, "%s: [model] type %s", plan->path, type);
+    struct stat st;
+    char *abs = realpath(plan->model_path, NULL);
+    if (!abs || stat(abs, &st) != 0) {
+        free(abs);
+        return tb_err(TB_ERR_IO, "%s: cannot stat the model: %s", plan->model_path, strerror(errno));
+    }
+    char key[4200], h[65], dir[2048];
+    snprintf(key, sizeof key, "%s\n%lld\n%lld", abs, (long long)st.st_size, (long long)st.st_mtime);
+    tb_sha256_hex(key, strlen(key), h);
+    const char *base = strrchr(abs, '/') ? strrchr(abs, '/') + 1 : abs;
+    size_t stem = strcspn(base, ".");
+    cache_dir(plan, dir, sizeof dir);
+    char *final = NULL, *tmp = NULL;
+    if (asprintf(&final, "%s/%.*s-%s-src%.12s.gguf", dir, (int)stem, base, tb_type_name(t), h) < 0) final = NULL;
+    if (!final) { free(abs); return tb_err(TB_ERR_NOMEM, "out of memory"); }
+    if ((rc = make_dirs(dir))) goto out;
+    drop_stale_parts(dir, final);
+    if (access(final, R_OK) == 0) goto out;
+    if (asprintf(&tmp, "%s.%d.part", final, (int)getpid()) < 0) { tmp = NULL; rc = tb_err(TB_ERR_NOMEM, "out of memory"); goto out; }
+    if (!quiet) fprintf(stderr, "quantizing %s to %s\n", base, tb_type_name(t));
+    rc = tb_quantize_model(abs, tmp, t, NULL, NULL);
+    if (rc) tb_err_prefix(rc, "%s: quantizing to %s", plan->model_path, tb_type_name(t));
+    if (rc == TB_OK && rename(tmp, final) != 0)
+        rc = tb_err(TB_ERR_IO, "%s: cannot publish the quantized model: %s", final, strerror(errno));
+    if (rc) unlink(tmp);
+out:
+    free(tmp);
+    free(abs);
+    if (rc) { free(final); return rc; }
+    *path = final;
+    return TB_OK;
+}
+
+int tb_runner_synth_path(const tb_plan_t *plan, const char *type, char **path, int quiet) {
     *path = NULL;
-    if (plan->model_path) {
+    if (plan->model_path && !strcmp(type, "default")) {
         *path = strdup(plan->model_path);
         return *path ? TB_OK : tb_err(TB_ERR_NOMEM, "out of memory");
     }
+    if (plan->model_path) return quantized_path(plan, type, path, quiet);
     const tb_section_t *m = &plan->model;
     const char *preset = m->v[K_MODEL_SYNTH].s;
-    char type[32];
-    tb_plan_variant_type(plan, variant, type, sizeof type);
     const char *vocab = m->v[K_MODEL_VOCAB_FROM].s;
     char dir[2048], vtag[32] = "", vpath[2048] = "";
     cache_dir(plan, dir, sizeof dir);

@@ -451,6 +451,63 @@ static int canon_types(parse_ctx_t *c, tb_value_t *v) {
 }
 
 /* Number of entries of [model] type (runs of the plan), and entry i. */
+/* Check a [quality] section: its text is a readable, non-empty regular
+ * file (hashed for the normalized text), and it has exactly one reference:
+ * a weight type of the synthesized model, or a readable file. */
+static void validate_quality(parse_ctx_t *c, tb_section_t *t) {
+    tb_plan_t *p = c->plan;
+    const tb_value_t *tx = &t->v[K_QUAL_TEXT], *rt = &t->v[K_QUAL_REFERENCE], *rf = &t->v[K_QUAL_REFERENCE_FILE];
+    if (!*tx->s) {
+        perr(c, t->line, "[%s] needs text = FILE (the text the models are scored on)", t->name);
+        return;
+    }
+    char *text;
+    if (!(t->text_path = resolve_path(p, tx->s))) { perr(c, 0, "out of memory"); return; }
+    if (tb_input_read(t->text_path, "text", TB_PROMPT_MAX_BYTES, &text, &t->text_len) != TB_OK) {
+        perr(c, tx->line, "[%s] text: %s", t->name, tb_last_error());
+        return;
+    }
+    tb_sha256_hex(text, t->text_len, t->text_sha256);
+    free(text);
+    if (t->text_len == 0) {
+        perr(c, tx->line, "[%s] text: \"%s\" is empty", t->name, t->text_path);
+        return;
+    }
+    if (!*rt->s == !*rf->s) {
+        if (*rt->s) perr(c, rf->line, "[%s] has both reference (line %d) and reference_file: choose one",
+                         t->name, rt->line);
+        else perr(c, t->line, "[%s] needs a reference: reference = TYPE (the synthesized model in "
+                  "another weight type, e.g. f32) or reference_file = FILE (a GGUF model or a saved reference)",
+                  t->name);
+        return;
+    }
+    if (*rt->s) {
+        tb_type_t ty;
+        if (strcasecmp(rt->s, "default") &&
+            (tb_type_from_name(rt->s, &ty) != TB_OK || !tb_type_supported((uint32_t)ty))) {
+            perr(c, rt->line, "[%s] reference: unknown weight type \"%s\": expected default, f32, f16, "
+                 "bf16, q8_0, q6_k, q4_k, q4_0, tq2_0 or tq1_0", t->name, rt->s);
+            return;
+        }
+        for (char *q = rt->s; *q; q++) *q = (char)tolower((unsigned char)*q);
+    } else {
+        struct stat st;
+        if (!(t->ref_path = resolve_path(p, rf->s))) { perr(c, 0, "out of memory"); return; }
+        if (access(t->ref_path, R_OK) != 0) {
+            perr(c, rf->line, "[%s] reference_file: cannot read \"%s\": %s", t->name, t->ref_path, strerror(errno));
+            return;
+        }
+        if (stat(t->ref_path, &st) != 0 || !S_ISREG(st.st_mode)) {
+            perr(c, rf->line, "[%s] reference_file: \"%s\" is not a regular file", t->name, t->ref_path);
+            return;
+        }
+    }
+    const char *h = t->v[K_QUAL_HEAD].s;
+    bool approx;
+    tb_head_params_t hp;
+    if (*h && tb_head_parse(h, &approx, &hp) != TB_OK) perr(c, t->v[K_QUAL_HEAD].line, "[%s] head: %s", t->name, tb_last_error());
+}
+
 int tb_plan_n_variants(const tb_plan_t *p) {
     int n = 1;
     for (const char *s = p->model.v[K_MODEL_TYPE].s; s && *s; s++) n += *s == ',';
@@ -484,14 +541,14 @@ static void validate(parse_ctx_t *c) {
         return;
     }
     if (*path) {
-        static const tb_key_t synth_only[] = {K_MODEL_TYPE, K_MODEL_SEED, K_MODEL_VOCAB_FROM,
-                                              K_MODEL_CACHE_DIR};
+        static const tb_key_t synth_only[] = {K_MODEL_SEED, K_MODEL_VOCAB_FROM};
         for (size_t i = 0; i < TB_ARRAY_LEN(synth_only); i++)
             if (m->v[synth_only[i]].line) {
                 perr(c, m->v[synth_only[i]].line, "[model] %s only applies with synth = PRESET",
                      tb_scenario_keys[synth_only[i]].name);
                 return;
             }
+        if (canon_types(c, &m->v[K_MODEL_TYPE]) != 0) return;
         if (!(p->model_path = resolve_path(p, path))) { perr(c, 0, "out of memory"); return; }
         if (access(p->model_path, R_OK) != 0) {
             perr(c, m->v[K_MODEL_PATH].line, "[model] path: cannot read model \"%s\": %s",
@@ -535,11 +592,16 @@ static void validate(parse_ctx_t *c) {
     }
     if (p->n_tests == 0) {
         perr(c, c->line > 0 ? c->line : 1, "no test sections: add at least one of [prefill], "
-             "[decode], [ttft], [generate], [sustained], [claim]");
+             "[decode], [ttft], [generate], [sustained], [claim], [quality]");
         return;
     }
     for (int i = 0; i < p->n_tests; i++) {
         tb_section_t *t = &p->tests[i];
+        if (t->kind == TB_SEC_QUALITY) {
+            validate_quality(c, t);
+            if (c->status != TB_OK) return;
+            continue;
+        }
         tb_key_t pf = t->kind == TB_SEC_TTFT ? K_TTFT_PROMPT_FILE
                     : t->kind == TB_SEC_GENERATE ? K_GEN_PROMPT_FILE : K_COUNT;
         tb_key_t pt = t->kind == TB_SEC_TTFT ? K_TTFT_PROMPT_TOKENS : K_GEN_PROMPT_TOKENS;
@@ -647,6 +709,8 @@ static void section_free(tb_section_t *s) {
     }
     free(s->prompt_path);
     free(s->prompt_text);
+    free(s->text_path);
+    free(s->ref_path);
 }
 
 void tb_plan_free(tb_plan_t *plan) {

@@ -12,7 +12,8 @@
  * optionally with a label: [decode], [decode.deep], [generate.chat] ...
  *
  * The parser never touches a model: it only checks that files named by the
- * scenario (model path, prompt files) are readable. Errors are
+ * scenario (model path, prompt files, a [quality] text and reference file)
+ * are readable. Errors are
  * "FILE:LINE: message" via the sticky error (tb_last_error()), status
  * TB_ERR_FORMAT (bad content) or TB_ERR_IO (unreadable scenario file).
  */
@@ -30,6 +31,7 @@ typedef enum tb_sec_kind {
     TB_SEC_MODEL, TB_SEC_ENGINE, TB_SEC_PROTOCOL,
     TB_SEC_PREFILL, TB_SEC_DECODE, TB_SEC_TTFT, TB_SEC_GENERATE, TB_SEC_SUSTAINED,
     TB_SEC_CLAIM,
+    TB_SEC_QUALITY,
     TB_SEC_COUNT
 } tb_sec_kind_t;
 #define TB_SEC_FIRST_TEST TB_SEC_PREFILL
@@ -68,6 +70,7 @@ typedef enum tb_key {
     K_SUS_TEMP, K_SUS_TOP_P,
     K_CLAIM_DEVICE, K_CLAIM_PRESET, K_CLAIM_TYPE, K_CLAIM_CTX, K_CLAIM_HEAD, K_CLAIM_CLAIMED,
     K_CLAIM_BACKEND, K_CLAIM_RUNTIME, K_CLAIM_CALIBRATION, K_CLAIM_MEASURE, K_CLAIM_TOKENS,
+    K_QUAL_REFERENCE, K_QUAL_REFERENCE_FILE, K_QUAL_TEXT, K_QUAL_CTX, K_QUAL_CHUNKS, K_QUAL_HEAD,
     K_COUNT
 } tb_key_t;
 
@@ -105,6 +108,11 @@ typedef struct tb_section {
     char *prompt_path;      /* prompt file, NULL if none                       */
     char *prompt_text;      /* its content, NUL-terminated                     */
     size_t prompt_len;
+    /* [quality] (resolved at parse time; the text is read once to hash it) */
+    char *text_path;        /* text, NULL if none                              */
+    char *ref_path;         /* reference_file, NULL if none                    */
+    size_t text_len;
+    char text_sha256[65];   /* SHA-256 hex of the text, "" if none             */
 } tb_section_t;
 
 typedef struct tb_plan {
@@ -166,8 +174,9 @@ void tb_plan_explain(const tb_plan_t *plan, FILE *out);
 void tb_scenario_keys_markdown(FILE *out);
 
 /* Test cases a section expands to (one per element of its list key:
- * prefill/ttft/generate prompt_tokens, decode depths; sustained: 1), the
- * element itself, and a llama-bench style label ("pp512", "tg128@d4096"). */
+ * prefill/ttft/generate prompt_tokens, decode depths; sustained and
+ * quality: 1), the element itself (quality: its ctx), and a llama-bench
+ * style label ("pp512", "tg128@d4096", "quality512"). */
 int     tb_section_n_cases(const tb_section_t *s);
 int64_t tb_section_case_param(const tb_section_t *s, int i);
 void    tb_section_case_label(const tb_section_t *s, int i, char *buf, size_t cap);

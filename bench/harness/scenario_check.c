@@ -30,6 +30,7 @@ int tb_plan_check(const tb_plan_t *p, FILE *out) {
             int64_t param = tb_section_case_param(t, j);
             /* a whole prompt file's length in tokens is known only with the model */
             if ((t->kind == TB_SEC_TTFT || t->kind == TB_SEC_GENERATE) && param == 0) continue;
+            if (t->kind == TB_SEC_QUALITY) continue;   /* its own sessions of its own ctx */
             int32_t need = tb_work_ctx_needed(t, param, (int)param);
             if (need <= ctx) continue;
             char label[96];

@@ -9,6 +9,7 @@
 
 static const char *const sec_names[TB_SEC_COUNT] = {
     "model", "engine", "protocol", "prefill", "decode", "ttft", "generate", "sustained", "claim",
+    "quality",
 };
 
 const char *tb_sec_kind_name(tb_sec_kind_t k) {
@@ -24,16 +25,17 @@ const tb_key_def_t tb_scenario_keys[K_COUNT] = {
     [K_MODEL_SYNTH] = {TB_SEC_MODEL, "synth", TB_KT_STRING, TB_UNIT_NONE, "", 0, 0, NULL,
         "Preset (maple-preview, maple-tiny, llama-tiny, moe-tiny, llama-1b, ...): synthesize this preset once into the model cache and reuse it afterwards."},
     [K_MODEL_TYPE] = {TB_SEC_MODEL, "type", TB_KT_STRING, TB_UNIT_NONE, "default", 0, 0, NULL,
-        "synth: projection/expert weight type: default (the preset's own), tq2_0, tq1_0, q4_0, "
-        "q4_k, q8_0, f16, ... A comma-separated list runs the scenario once per type "
+        "Projection/expert weight type: default (synth: the preset's own; path: the file as it is), "
+        "tq2_0, tq1_0, q4_0, q4_k, q8_0, f16, ... With path the file is quantized into the cache "
+        "(`model quantize`, once). A comma-separated list runs the scenario once per type "
         "(one run each)."},
     [K_MODEL_SEED] = {TB_SEC_MODEL, "seed", TB_KT_INT, TB_UNIT_NONE, "1", 0, 4294967295.0, NULL,
         "synth: seed of the synthetic weights."},
     [K_MODEL_VOCAB_FROM] = {TB_SEC_MODEL, "vocab_from", TB_KT_PATH, TB_UNIT_NONE, "", 0, 0, NULL,
         "synth: GGUF whose tokenizer.* keys are copied (default: built-in byte-level vocab)."},
     [K_MODEL_CACHE_DIR] = {TB_SEC_MODEL, "cache_dir", TB_KT_PATH, TB_UNIT_NONE, "", 0, 0, NULL,
-        "synth: cache directory (default: $TB_CACHE_DIR, else $XDG_CACHE_HOME/ternbench, "
-        "else .cache/ next to the scenario file)."},
+        "Cache of synthesized and quantized models (default: $TB_CACHE_DIR, else "
+        "$XDG_CACHE_HOME/ternbench, else .cache/ next to the scenario file)."},
 
     /* ---- [engine] ---- */
     [K_ENGINE_THREADS] = {TB_SEC_ENGINE, "threads", TB_KT_INT, TB_UNIT_NONE, "0", 0, 1024, NULL,
@@ -167,4 +169,23 @@ const tb_key_def_t tb_scenario_keys[K_COUNT] = {
         "for `this`. Needs device = this and no preset; only the [engine] head is measured."},
     [K_CLAIM_TOKENS] = {TB_SEC_CLAIM, "tokens", TB_KT_INT, TB_UNIT_COUNT, "64", 1, 1048576, NULL,
         "measure: tokens decoded per repetition (\"tg64@d512\")."},
+
+    /* ---- [quality] ---- */
+    [K_QUAL_REFERENCE] = {TB_SEC_QUALITY, "reference", TB_KT_STRING, TB_UNIT_NONE, "", 0, 0, NULL,
+        "The reference is the same model in this weight type (f32, f16, ...; synthesized or "
+        "quantized into the cache like [model] type; default: the preset's own type or the [model] "
+        "path file itself). Exactly one of reference and reference_file."},
+    [K_QUAL_REFERENCE_FILE] = {TB_SEC_QUALITY, "reference_file", TB_KT_PATH, TB_UNIT_NONE, "", 0, 0, NULL,
+        "Reference: a GGUF model, or a reference file saved by `ternbench quality --save-ref` "
+        "(told apart by its first bytes)."},
+    [K_QUAL_TEXT] = {TB_SEC_QUALITY, "text", TB_KT_PATH, TB_UNIT_NONE, "", 0, 0, NULL,
+        "UTF-8 text scored (required): tokenized once, cut into chunks of ctx tokens, the second "
+        "half of each chunk scored (llama-perplexity's procedure)."},
+    [K_QUAL_CTX] = {TB_SEC_QUALITY, "ctx", TB_KT_INT, TB_UNIT_COUNT, "512", 8, 1048576, NULL,
+        "Tokens per chunk."},
+    [K_QUAL_CHUNKS] = {TB_SEC_QUALITY, "chunks", TB_KT_INT, TB_UNIT_NONE, "0", 0, 1048576, NULL,
+        "Chunks scored (0: all that fit in the text; at least 2 must fit)."},
+    [K_QUAL_HEAD] = {TB_SEC_QUALITY, "head", TB_KT_STRING, TB_UNIT_NONE, "", 0, 0, NULL,
+        "Output head of the test model: exact or approx:CENTROIDS[:TOPC] (empty: [engine] head). "
+        "The reference always runs the exact head."},
 };

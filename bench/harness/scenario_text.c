@@ -93,6 +93,7 @@ static void emit_section(sbuf_t *b, const tb_section_t *s, bool explain) {
         tb_sha256_hex(s->prompt_text, s->prompt_len, h);
         sb_printf(b, "; prompt_file content: %zu bytes, sha256 %s\n", s->prompt_len, h);
     }
+    if (s->text_sha256[0]) sb_printf(b, "; text content: %zu bytes, sha256 %s\n", s->text_len, s->text_sha256);
 }
 
 /* Build the canonical (or, with explain, the annotated) text. */
@@ -137,6 +138,7 @@ int tb_section_n_cases(const tb_section_t *s) {
 }
 
 int64_t tb_section_case_param(const tb_section_t *s, int i) {
+    if (s->kind == TB_SEC_QUALITY) return s->v[K_QUAL_CTX].i;
     tb_key_t k = case_key(s);
     return k == K_COUNT ? 0 : s->v[k].list[i];
 }
@@ -163,6 +165,7 @@ void tb_section_case_label(const tb_section_t *s, int i, char *buf, size_t cap) 
         if (s->v[K_SUS_TOKENS].i) snprintf(buf, cap, "sustained%lld", (long long)s->v[K_SUS_TOKENS].i);
         else snprintf(buf, cap, "sustained%llds", (long long)(s->v[K_SUS_DURATION].i / 1000));
         break;
+    case TB_SEC_QUALITY: snprintf(buf, cap, "quality%lld", (long long)x); break;
     default: snprintf(buf, cap, "?"); break;
     }
 }

@@ -1,6 +1,7 @@
 /*
- * workload.c — the test kinds, one repetition each (see workload.h); a
- * [claim] section measures by decoding (its claims: workload_claim.c).
+ * workload.c — the speed test kinds, one repetition each (see workload.h);
+ * a [claim] section measures by decoding (its claims: workload_claim.c);
+ * [quality] is workload_quality.c.
  *
  * Timing: tb_now_ns() (monotonic) around engine calls only; sampling and
  * detokenization are inside the per-token interval because a user waits for
@@ -93,6 +94,7 @@ tb_metric_id_t tb_work_headline_metric(tb_sec_kind_t kind) {
     switch (kind) {
     case TB_SEC_PREFILL: return TB_M_PREFILL_TOK_PER_S;
     case TB_SEC_TTFT: return TB_M_TTFT_MS;
+    case TB_SEC_QUALITY: return TB_M_SAME_TOP_PCT;
     default: return TB_M_DECODE_TOK_PER_S;
     }
 }
@@ -104,6 +106,7 @@ int32_t tb_work_ctx_needed(const tb_section_t *sec, int64_t param, int n_prompt)
     case TB_SEC_TTFT: return n_prompt + 2;
     case TB_SEC_GENERATE: return (int32_t)(n_prompt + sec->v[K_GEN_TOKENS].i + 1);
     case TB_SEC_SUSTAINED: return (int32_t)sec->v[K_SUS_CTX].i;
+    case TB_SEC_QUALITY: return (int32_t)sec->v[K_QUAL_CTX].i;
     default: return 0;
     }
 }
@@ -518,6 +521,7 @@ int64_t tb_work_decode_tokens(const tb_section_t *sec) {
 int tb_work_run(const tb_work_t *w, tb_rep_t *rep) {
     /* a [claim] section's measurement is a decode at each ctx (workload_claim.c records the claims) */
     if (w->sec->kind == TB_SEC_DECODE || w->sec->kind == TB_SEC_CLAIM) return run_decode(w, rep);
+    if (w->sec->kind == TB_SEC_QUALITY) return tb_work_quality_run(w, rep);
     tb_rep_reset(rep);
     tb_session_reset(w->sess);
     double e0 = w->sensors ? tb_sensors_energy_j(w->sensors) : -1;

@@ -52,6 +52,20 @@ typedef struct tb_rep {
     int n_win, cap_win;
 } tb_rep_t;
 
+/* [quality]: the files one quality case compares and their fingerprints,
+ * resolved before the case starts (workload_quality.c). */
+typedef struct tb_work_quality {
+    char *model_path;           /* the test model (the run's model)                   */
+    char *ref_path;             /* reference: GGUF model or saved reference file      */
+    const char *text_path;      /* the section's                                      */
+    const char *ref_kind;       /* "type" (reference = TYPE), "model" or "file"       */
+    const char *ref_type;       /* reference = TYPE, else ""                          */
+    char model_sha256[65], ref_sha256[65], text_sha256[65];
+    char head[64];              /* the test model's head: "exact" or "approx:..."     */
+    bool approx;
+    tb_head_params_t hp;
+} tb_work_quality_t;
+
 typedef struct tb_work {
     const tb_model_t *model;
     tb_session_t *sess;
@@ -65,6 +79,8 @@ typedef struct tb_work {
     tb_type_t kv_type;
     tb_sensors_t *sensors;      /* for energy; may be NULL                   */
     const tb_head_t *head;      /* the session's approximate head, NULL exact */
+    const tb_work_quality_t *quality;   /* [quality] cases; sess is NULL there  */
+    int threads;                /* [quality]: threads of its own sessions    */
     volatile sig_atomic_t *stop;
     /* optional: called during long repetitions with the fraction done */
     void (*tick)(void *ud, double frac);
@@ -101,6 +117,18 @@ int tb_work_run(const tb_work_t *w, tb_rep_t *rep);
 int tb_work_decode_begin(const tb_work_t *w, tb_rep_t *rep, tb_decode_t *d);
 int tb_work_decode_step(const tb_work_t *w, tb_rep_t *rep, tb_decode_t *d);
 int tb_work_decode_end(const tb_work_t *w, tb_rep_t *rep, tb_decode_t *d, int rc);
+/* Resolve a [quality] case of `plan` run on the model file model_path
+ * (engine_head: [engine] head): the reference (synthesizing reference =
+ * TYPE into the cache when absent), its kind, the head, and the SHA-256 of
+ * both models (tb_quality_file_hash, the store's model hash; a reference
+ * file's own model hash) and of the text. q is owned: tb_work_quality_free. */
+int  tb_work_quality_prepare(const tb_plan_t *plan, const tb_section_t *sec, const char *model_path,
+                             const char *engine_head, int quiet, tb_work_quality_t *q);
+void tb_work_quality_free(tb_work_quality_t *q);
+/* One [quality] repetition: tb_quality_run on w->quality's files, its
+ * figures as metrics. Deterministic: the runner runs it once. */
+int  tb_work_quality_run(const tb_work_t *w, tb_rep_t *rep);
+
 /* Append a metric (a non-finite value is dropped). */
 void tb_rep_metric(tb_rep_t *r, tb_metric_id_t id, double v);
 /* A metric's value in *rep, NAN when absent. */

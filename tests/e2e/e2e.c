@@ -119,6 +119,7 @@ char *e2e_slurp(const char *name, size_t *n) {
         }
     }
     fclose(f);
+    if (buf) buf[len] = '\0';   /* len < cap: the loop grows the buffer when it fills */
     if (n) *n = len;
     return buf;
 }

@@ -55,7 +55,7 @@ void e2e_path(char *buf, size_t cap, const char *name);
 void e2e_write(const char *name, const void *data, size_t n);
 /* Size of TMP/name, -1 if absent. */
 int64_t e2e_size(const char *name);
-/* Whole file TMP/name into a heap buffer (*n its size); NULL if unreadable. */
+/* Whole file TMP/name into a heap buffer, NUL-terminated (*n its size); NULL if unreadable. */
 char *e2e_slurp(const char *name, size_t *n);
 
 /* Start ternbench with args (NULL-terminated, without argv[0]). */

@@ -6,6 +6,8 @@
  * repetition rows, the sustained chart draws every recorded window and
  * marks the ones that held the harness's context re-fill, and `bench`
  * recording into the same database appears beside the scenario's run.
+ * Speed beside quality: the speed-and-quality table and the decode tok/s
+ * against mean KLD chart from interleaved runs with [quality] tests.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -16,6 +18,7 @@
 
 #include <math.h>
 #include <sqlite3.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -251,6 +254,132 @@ static void test_approximate_head(void **state) {
     E2E_RUN(&r, E2E_NO_LIMIT, "bench", "-m", "mt.gguf", "-n", "2", "--head", "approx:zero");
     assert_int_equal(r.status, 2);
     e2e_res_free(&r);
+    /* --head once per -m: the same file under both heads in one interleaved group */
+    E2E_RUN(&r, E2E_NO_LIMIT, "bench", "-m", "mt.gguf", "-m", "mt.gguf", "--head", "exact", "--head", "approx:64:4",
+            "-p", "0", "-n", "4", "-r", "2", "--db", "head.db", "-q", "--json");
+    if (r.status != 0) fail_msg("bench two heads: exit %d: %s", r.status, r.err);
+    if (!strstr(r.out, "\"head\": \"exact\", \"head_approximate\": false") ||
+        !strstr(r.out, "\"head\": \"approx:64:4\", \"head_approximate\": true"))
+        fail_msg("bench two heads: each file's head not labelled: %s", r.out);
+    e2e_res_free(&r);
+    q = e2e_db_query(dbp, "SELECT group_concat(h.value, ' ') FROM (SELECT h.value FROM run_tags h JOIN run_tags g"
+                          " ON g.run_id = h.run_id AND g.key = 'group.index' WHERE h.key = 'head'"
+                          " ORDER BY g.value) h");
+    assert_string_equal(q, "exact approx:64:4\n");
+    free(q);
+    E2E_RUN(&r, E2E_NO_LIMIT, "bench", "-m", "mt.gguf", "-m", "mt.gguf", "-m", "mt.gguf", "--head", "exact",
+            "--head", "approx:64:4", "-n", "2");
+    assert_int_equal(r.status, 2);
+    assert_non_null(strstr(r.err, "once per -m"));
+    e2e_res_free(&r);
+}
+
+/* The value of metric m of the test labelled `label` in run `run`, as the report prints it. */
+static double run_metric(const char *dbp, int run, const char *label, const char *m) {
+    char sql[512];
+    snprintf(sql, sizeof sql, "SELECT m.value FROM measurements m JOIN tests t ON t.id = m.test_id WHERE"
+             " t.run_id = %d AND t.label = '%s' AND m.metric = '%s' ORDER BY m.value", run, label, m);
+    char *q = e2e_db_query(dbp, sql);
+    assert_non_null(q);
+    /* the median of the rows: the middle line (1 or 3 repetitions here) */
+    int lines = 0;
+    for (const char *p = q; *p; p++) lines += *p == '\n';
+    const char *p = q;
+    for (int i = 0; i < lines / 2; i++) p = strchr(p, '\n') + 1;
+    double v = strtod(p, NULL);
+    free(q);
+    return v;
+}
+
+/* The speed-and-quality table and chart from real runs: two weight types interleaved, each
+ * with a decode and a [quality] test against the F32 model, and the approximate head against
+ * the exact one; every cell is the database's figure, and the approximate head is labelled. */
+static void test_speed_quality(void **state) {
+    (void)state;
+    char text[8192];
+    uint64_t x = 0x9e3779b97f4a7c15ull;
+    for (size_t i = 0; i + 1 < sizeof text; i++) {
+        x ^= x << 13; x ^= x >> 7; x ^= x << 17;
+        text[i] = x % 5 == 0 ? ' ' : (char)('a' + x % 13);
+    }
+    text[sizeof text - 1] = '\0';
+    e2e_write("text.txt", text, (size_t)-1);
+    e2e_write("sq.ini", "[model]\nsynth = llama-tiny\ntype = q4_0, q8_0\nseed = 7\n"
+                        "[engine]\nthreads = 2\n"
+                        "[protocol]\nwarmup = 0\nrepetitions = 3\nbandwidth_probe = 1m\nthrottle_check = false\n"
+                        "interleave = rep\n"
+                        "[decode]\ntokens = 8\n"
+                        "[quality]\nreference = f32\ntext = text.txt\nctx = 64\nchunks = 4\n", (size_t)-1);
+    e2e_write("ah.ini", "[model]\nsynth = llama-tiny\ntype = q8_0\nseed = 7\n"
+                        "[engine]\nthreads = 2\nhead = approx:16:2\n"
+                        "[protocol]\nwarmup = 0\nrepetitions = 3\nbandwidth_probe = 1m\nthrottle_check = false\n"
+                        "[decode]\ntokens = 8\n"
+                        "[quality]\nreference = q8_0\ntext = text.txt\nctx = 64\nchunks = 4\n", (size_t)-1);
+    e2e_res_t r;
+    E2E_RUN(&r, E2E_NO_LIMIT, "run", "sq.ini", "--db", "sq.db", "-q");
+    if (r.status != 0) fail_msg("run sq.ini: exit %d: %s", r.status, r.err);
+    e2e_res_free(&r);
+    E2E_RUN(&r, E2E_NO_LIMIT, "run", "ah.ini", "--db", "sq.db", "-q");
+    if (r.status != 0) fail_msg("run ah.ini: exit %d: %s", r.status, r.err);
+    e2e_res_free(&r);
+    E2E_RUN(&r, E2E_NO_LIMIT, "report", "--db", "sq.db", "--last", "3", "--out", "sqrep");
+    e2e_assert_clean(&r, "report");
+    if (r.status != 0) fail_msg("report: exit %d: %s", r.status, r.err);
+    e2e_res_free(&r);
+    char dbp[512];
+    e2e_path(dbp, sizeof dbp, "sq.db");
+    char *md = e2e_slurp("sqrep/report.md", NULL);
+    assert_non_null(md);
+    const char *sec = strstr(md, "## Speed and quality");
+    assert_non_null(sec);
+    /* one row per run, its cells the recorded figures */
+    for (int run = 1; run <= 3; run++) {
+        char want[512], tps[32], kld[32];
+        snprintf(tps, sizeof tps, "%.2f", run_metric(dbp, run, "tg8@d0", "decode_tok_per_s"));
+        snprintf(kld, sizeof kld, "%.6f ± %.6f", run_metric(dbp, run, "quality64", "kld_mean"),
+                 run_metric(dbp, run, "quality64", "kld_unc"));
+        snprintf(want, sizeof want, "| %s | ", tps);
+        const char *row = strstr(sec, want);
+        if (!row) fail_msg("no speed-and-quality row with decode %s:\n%s", tps, sec);
+        const char *bol = row;
+        while (bol > sec && bol[-1] != '\n') bol--;
+        const char *eol = strchr(row, '\n');
+        char line[1024];
+        snprintf(line, sizeof line, "%.*s", (int)(eol - bol), bol);
+        snprintf(want, sizeof want, "| %.4f | %s | %.2f |", run_metric(dbp, run, "quality64", "ppl_ratio"), kld,
+                 run_metric(dbp, run, "quality64", "same_top_pct"));
+        if (!strstr(line, want)) fail_msg("row '%s' lacks '%s'", line, want);
+        /* the approximate head's run, and only it, is labelled so */
+        if ((strstr(line, "[APPROXIMATE head approx:16:2]") != NULL) != (run == 3))
+            fail_msg("run %d: approximate label wrong: %s", run, line);
+    }
+    /* coarser weights drift further from the F32 reference */
+    assert_true(run_metric(dbp, 1, "quality64", "kld_mean") > run_metric(dbp, 2, "quality64", "kld_mean"));
+    free(md);
+    /* the chart: one labelled point per format, the approximate one flagged */
+    char *dat = e2e_slurp("sqrep/speed_quality.dat", NULL);
+    assert_non_null(dat);
+    int pts = 0, approx = 0;
+    for (const char *p = dat; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL) {
+        if (*p == '#' || *p == '\n') continue;
+        int id, ap;
+        double k, t;
+        if (sscanf(p, "%d %lf %lf %d", &id, &k, &t, &ap) != 4) fail_msg("speed_quality.dat row: %.80s", p);
+        pts++;
+        if (ap) {
+            approx++;
+            assert_int_equal(id, 3);
+            const char *eol = strchr(p, '\n');
+            const char *lab = strstr(p, "APPROXIMATE");
+            assert_true(lab && (!eol || lab < eol));
+        }
+    }
+    assert_int_equal(pts, 3);
+    assert_int_equal(approx, 1);
+    free(dat);
+    char *svg = e2e_slurp("sqrep/speed_quality.svg", NULL);
+    if (svg) assert_non_null(strstr(svg, "APPROXIMATE"));   /* rendered where gnuplot is */
+    free(svg);
 }
 
 int main(int argc, char **argv) {
@@ -259,6 +388,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_report_from_runner),
         cmocka_unit_test(test_interleaved_types),
         cmocka_unit_test(test_approximate_head),
+        cmocka_unit_test(test_speed_quality),
     };
     int failed = cmocka_run_group_tests(tests, NULL, NULL);
     e2e_cleanup();

@@ -271,6 +271,25 @@ static void test_migrate_from_v1(void **state) {
                          " VALUES ('a.db', 1, 0, 't');", NULL, NULL, &err) != SQLITE_OK)
         fail_msg("%s", err);
     assert_int_equal(q_int(db, "SELECT count(*) FROM imports"), 1);
+    /* version 6 (tests rebuilt for kind 'quality'): the test, its measurements, parameters
+     * and token events kept under the same id; the new kind accepted, others still refused;
+     * the children still cascade from the rebuilt table */
+    assert_int_equal(q_int(db, "SELECT count(*) FROM tests WHERE id = 1 AND kind = 'decode' AND label = 'tg8@d0'"
+                               " AND ref_slowdown_pct = -3.5"), 1);
+    assert_int_equal(q_int(db, "SELECT count(*) FROM measurements WHERE test_id = 1"), 4);
+    assert_int_equal(q_int(db, "SELECT count(*) FROM pragma_foreign_key_check"), 0);
+    assert_int_equal(q_int(db, "SELECT count(*) FROM sqlite_schema WHERE name = 'tests_run'"), 1);
+    assert_int_equal(q_int(db, "PRAGMA foreign_keys"), 1);
+    if (sqlite3_exec(db, "INSERT INTO tests (id, run_id, section, kind, label, params, status)"
+                         " VALUES (2, 1, 'quality', 'quality', 'quality512', '{}', 'complete');"
+                         "INSERT INTO measurements (test_id, repetition, metric, value, unit)"
+                         " VALUES (2, 0, 'kld_mean', 0.01, 'nats');", NULL, NULL, &err) != SQLITE_OK)
+        fail_msg("%s", err);
+    assert_int_not_equal(sqlite3_exec(db, "INSERT INTO tests (run_id, section, kind, label, params, status)"
+                                          " VALUES (1, 'x', 'no-such-kind', 'x', '{}', 'complete')", NULL, NULL, NULL),
+                         SQLITE_OK);
+    assert_int_equal(sqlite3_exec(db, "DELETE FROM tests WHERE id = 2", NULL, NULL, &err), SQLITE_OK);
+    assert_int_equal(q_int(db, "SELECT count(*) FROM measurements WHERE test_id = 2"), 0);
     char ok[16];
     q_text(db, "PRAGMA integrity_check", ok, sizeof ok);
     assert_string_equal(ok, "ok");
