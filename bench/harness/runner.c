@@ -602,7 +602,8 @@ static void print_summary(const member_t *m, int threads, FILE *f) {
                 (double)m->info.n_params / 1e6, tb_isa_name(tb_isa_active()), threads,
                 r->label, r->metric, val, r->thermal);
     }
-    fprintf(f, "\nrun %s (id %lld): %s\n", m->res->uuid, (long long)m->res->run_id, m->res->status);
+    fprintf(f, "\nrun %s (id %lld%s): %s\n", m->res->uuid, (long long)m->res->run_id,
+            m->peer ? ", llama.cpp" : "", m->res->status);
 }
 
 static void pool_noop(void *arg, int ith, int nth) { (void)arg; (void)ith; (void)nth; }
