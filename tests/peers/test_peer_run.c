@@ -27,6 +27,17 @@ static void run_expect(int want, const char *what, const char *const *args, e2e_
         fail_msg("%s: exit %d, expected %d\nstdout: %s\nstderr: %s", what, r->status, want, r->out, r->err);
 }
 
+/* TMP/name as a NUL-terminated string (e2e_slurp's buffer is not). */
+static char *slurp_text(const char *name) {
+    size_t n;
+    char *raw = e2e_slurp(name, &n);
+    if (!raw) return NULL;
+    char *s = malloc(n + 1);
+    if (s) { memcpy(s, raw, n); s[n] = '\0'; }
+    free(raw);
+    return s;
+}
+
 static int64_t q_int(const char *db, const char *sql) {
     char *s = e2e_db_query(db, sql);
     assert_non_null(s);
@@ -114,8 +125,7 @@ static void test_both_engines(void **state) {
              " WHERE r.engine = 'llama.cpp' AND label = 'pp16'", "llama.cpp");
 
     /* the invocations: warm-up + 3 repetitions per case, the same threads and case */
-    size_t n;
-    char *calls = e2e_slurp("calls.log", &n);
+    char *calls = slurp_text("calls.log");
     assert_non_null(calls);
     int lines = 0;
     for (char *c = calls; *c; c++) lines += *c == '\n';
@@ -128,7 +138,7 @@ static void test_both_engines(void **state) {
     run_expect(0, "report", (const char *const[]){"report", "--db", db, "--last", "2", "--out", out,
                                                   "--no-charts", NULL}, &r);
     e2e_res_free(&r);
-    char *md = e2e_slurp("report/report.md", &n);
+    char *md = slurp_text("report/report.md");
     assert_non_null(md);
     char *sec = strstr(md, "## Engines");
     if (!sec) fail_msg("no engines section in\n%s", md);
