@@ -94,18 +94,24 @@ int cmd_run(int argc, char **argv) {
     sigaction(SIGTERM, &sa, NULL);
 
     for (int i = 0; i < n_plans && !stop_flag; i++) {
-        /* [protocol] interleave = rep|token: the types as groups taking turns, else one by one */
-        const int nv = tb_plan_n_variants(&plans[i]);
+        /* [protocol] interleave = rep|token: the types as groups taking turns, else one by one;
+         * [engine] kind lists engines: each type is one member per engine of its group */
+        const int nv = tb_plan_n_variants(&plans[i]), ne = tb_plan_n_engines(&plans[i]);
         const int il = (int)plans[i].protocol.v[K_PROTO_INTERLEAVE].i;
-        const int per = il && nv > 1 ? TB_GROUP_MAX : 1;
+        const int per = il && nv > 1 ? TB_GROUP_MAX / ne : 1;
         for (int v = 0; v < nv && !stop_flag; v += per) {
-            const int n = nv - v < per ? nv - v : per;
+            const int nt = nv - v < per ? nv - v : per, n = nt * ne;
+            const tb_plan_t *pp[TB_GROUP_MAX];
+            int vars[TB_GROUP_MAX], eng[TB_GROUP_MAX];
+            for (int k = 0; k < n; k++) {
+                pp[k] = &plans[i];
+                vars[k] = v + k / ne;
+                eng[k] = tb_plan_engine(&plans[i], k % ne);
+            }
             tb_run_opts_t o = {.quiet = quiet, .n_tags = tags.n, .tag_keys = tags.keys,
                                .tag_values = tags.vals, .stop = &stop_flag, .summary = stdout,
-                               .variant = v, .interleave = il == 2 ? TB_INTERLEAVE_TOKEN : TB_INTERLEAVE_REP};
-            const tb_plan_t *pp[TB_GROUP_MAX];
-            int vars[TB_GROUP_MAX];
-            for (int k = 0; k < n; k++) { pp[k] = &plans[i]; vars[k] = v + k; }
+                               .variant = v, .interleave = il == 2 ? TB_INTERLEAVE_TOKEN : TB_INTERLEAVE_REP,
+                               .engines = eng};
             tb_run_result_t res[TB_GROUP_MAX];
             if (tb_runner_run_group(pp, vars, n, store, &o, res) != TB_OK) {
                 fprintf(stderr, "ternbench run: %s: %s\n", plans[i].path, tb_last_error());

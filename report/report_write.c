@@ -154,6 +154,7 @@ int tb_report_write(const tb_report_opts_t *opts, tb_report_result_t *res_out) {
     rp_doc_begin(&doc, "ternbench report");
     overview(&c);
     if (!rc) rc = rp_compare_write(&c);
+    if (!rc) rc = rp_engines_write(&c);
     if (!rc) rc = rp_tables_write(&c);
     if (!rc) rc = rp_quality_write(&c);
     if (!rc) rc = rp_states_write(&c);

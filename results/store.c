@@ -25,7 +25,7 @@ enum {
     ST_BEGIN, ST_COMMIT, ST_ROLLBACK,
     ST_HOST_INS, ST_HOST_SEL, ST_BUILD_INS, ST_BUILD_SEL,
     ST_MODEL_INS, ST_MODEL_UPD, ST_MODEL_SEL, ST_SCEN_INS, ST_SCEN_SEL,
-    ST_RUN_INS, ST_TAG_INS, ST_RUN_END,
+    ST_RUN_INS, ST_TAG_INS, ST_RUN_END, ST_RUN_ENGINE,
     ST_TEST_INS, ST_TEST_END, ST_PARAM_INS, ST_PARAM_JSON,
     ST_MEAS, ST_TOKEN, ST_SENSOR, ST_ABSENT, ST_WINDOW,
     ST_COUNT
@@ -60,6 +60,8 @@ static const char *const stmt_sql[ST_COUNT] = {
     [ST_TAG_INS]   = "INSERT OR REPLACE INTO run_tags (run_id, key, value) VALUES (?,?,?)",
     [ST_RUN_END]   = "UPDATE runs SET status = ?2, ended_utc = ?3, error = ?4,"
                      " bandwidth_gbps_after = ?5 WHERE id = ?1",
+    [ST_RUN_ENGINE] = "UPDATE runs SET engine = ?2, engine_version = coalesce(?3, engine_version),"
+                     " isa = coalesce(?4, isa) WHERE id = ?1",
     [ST_TEST_INS]  = "INSERT INTO tests (run_id, section, kind, label, params, status)"
                      " VALUES (?,?,?,?,?,'running')",
     [ST_TEST_END]  = "UPDATE tests SET status = ?2, thermal_state = ?3, error = ?4,"
@@ -688,6 +690,13 @@ int tb_store_run_begin(tb_store_t *s, const tb_run_facts_t *r, int64_t *run_id) 
 fail:
     tb_store_tx_rollback(s);
     return rc;
+}
+
+int tb_store_run_engine(tb_store_t *s, int64_t run_id, const char *engine, const char *version,
+                        const char *isa) {
+    binder_t b = {s, stmt(s, ST_RUN_ENGINE), SQLITE_OK};
+    b_int(&b, 1, run_id); b_text(&b, 2, engine); b_text(&b, 3, version); b_text(&b, 4, isa);
+    return b_finish(&b, "set run engine");
 }
 
 int tb_store_run_end(tb_store_t *s, int64_t run_id, const char *status, const char *error,

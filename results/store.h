@@ -146,6 +146,10 @@ int tb_store_put_scenario(tb_store_t *s, const char *hash, const char *name,
 
 /* ---- runs and tests (each call is its own transaction) ---- */
 int tb_store_run_begin(tb_store_t *s, const tb_run_facts_t *r, int64_t *run_id);
+/* The engine that measured run_id ("llama.cpp"; a new run says "ternbench"),
+ * its version text and backend (NULL: left as they are). */
+int tb_store_run_engine(tb_store_t *s, int64_t run_id, const char *engine, const char *version,
+                        const char *isa);
 /* status: "complete", "failed", "interrupted". error and bw_after (< 0) optional. */
 int tb_store_run_end(tb_store_t *s, int64_t run_id, const char *status,
                      const char *error, double bandwidth_gbps_after);

@@ -17,6 +17,7 @@
  */
 #include "runner.h"
 #include "facts.h"
+#include "peer_llamacpp.h"
 #include "tbutil.h"
 #include "ternbench.h"
 #include "progress.h"
@@ -57,6 +58,9 @@ typedef struct member {
     tb_model_info_t info;
     tb_type_t kv_type;
     tb_head_t *head;        /* [engine] head = approx:...: the clustered head, else NULL */
+    tb_peer_lc_t *peer;     /* llama.cpp member: its llama-bench; NULL: ternbench's engine */
+    tb_peer_lc_case_t pc;   /* llama.cpp member: the case in flight */
+    int versioned;          /* llama.cpp member: its version is in the run row */
     int64_t run_id;
     summary_row_t *rows;
     int n_rows;
@@ -320,6 +324,7 @@ static int case_params(const member_t *m, const group_t *g, const tb_section_t *
     PS("head", sec->kind == TB_SEC_QUALITY && m->q.head[0] ? m->q.head
                : *pl->engine.v[K_ENGINE_HEAD].s ? pl->engine.v[K_ENGINE_HEAD].s : "exact");
     PS("interleave", g->n < 2 ? "none" : g->opts->interleave == TB_INTERLEAVE_TOKEN ? "token" : "rep");
+    if (m->peer) PS("engine", "llama.cpp");
     switch (sec->kind) {
     case TB_SEC_DECODE:
     case TB_SEC_CLAIM:
@@ -357,6 +362,41 @@ static int case_params(const member_t *m, const group_t *g, const tb_section_t *
     return n;
 }
 
+/* A llama.cpp member's case: no prompt or session of ours (llama-bench
+ * makes its own), the same test row. */
+static int peer_case_begin(group_t *g, member_t *m, const tb_section_t *sec, int ci, const char *label,
+                           int64_t plen) {
+    const tb_plan_t *p = m->plan;
+    int64_t param = tb_section_case_param(sec, ci);
+    m->n_prompt = sec->kind == TB_SEC_PREFILL ? (int)plen : 0;
+    int32_t need = tb_work_ctx_needed(sec, param, m->n_prompt);
+    int32_t n_ctx = p->engine.v[K_ENGINE_CTX].i > 0 ? (int32_t)p->engine.v[K_ENGINE_CTX].i : need;
+    m->pc = (tb_peer_lc_case_t){.model = m->mpath, .tb = m->model, .threads = g->threads,
+                                .n_batch = (int)p->engine.v[K_ENGINE_BATCH].i, .kv_type = m->kv_type};
+    tb_peer_lc_case_of(sec, ci, &m->pc);
+    tb_param_t params[32];
+    int np = case_params(m, g, sec, param, n_ctx, params);
+    int rc = tb_store_test_begin(g->store, m->run_id, sec->name, tb_sec_kind_name(sec->kind), label,
+                                 params, np, &m->test_id);
+    m->ok = rc == TB_OK;
+    m->w = (tb_work_t){.sec = sec, .param = param, .stop = g->opts->stop};
+    return rc;
+}
+
+/* One repetition (or warm-up) of member m: ternbench's engine, or one
+ * llama-bench run whose first success puts llama.cpp's version in the run. */
+static int member_work(group_t *g, member_t *m) {
+    if (!m->peer) return tb_work_run(&m->w, &m->rep);
+    int rc = tb_peer_lc_run(m->peer, &m->pc, &m->rep, g->opts->stop);
+    if (rc == TB_OK && !m->versioned) {
+        int src = tb_store_run_engine(g->store, m->run_id, "llama.cpp", m->peer->version,
+                                      m->peer->backend[0] ? m->peer->backend : NULL);
+        if (src) return src;
+        m->versioned = 1;
+    }
+    return rc;
+}
+
 /* Open member m's case: prompt, session, test row. A failure of the case
  * itself is recorded (the test row says failed); only a store error is
  * returned. */
@@ -374,6 +414,7 @@ static int case_begin(group_t *g, member_t *m, const tb_section_t *sec, int ci, 
     m->done = 0;
     m->err[0] = '\0';
     for (int i = 0; i < TB_M_COUNT; i++) m->n_ser[i] = 0;
+    if (m->peer) return peer_case_begin(g, m, sec, ci, label, plen);
     /* a quality case opens its own sessions of its own ctx on both models */
     const bool qual = sec->kind == TB_SEC_QUALITY;
     int rc = qual ? tb_work_quality_prepare(p, sec, m->mpath, p->engine.v[K_ENGINE_HEAD].s, g->opts->quiet, &m->q)
@@ -444,7 +485,9 @@ static int case_end(group_t *g, member_t *m, const tb_section_t *sec, const char
     snprintf(row.status, sizeof row.status, "%s", status);
     summary_row_t *nr = realloc(m->rows, (size_t)(m->n_rows + 1) * sizeof *nr);
     if (nr) { m->rows = nr; m->rows[m->n_rows++] = row; }
-    const char *who = g->n > 1 ? m->info.name : "";
+    char who_s[160];
+    snprintf(who_s, sizeof who_s, "%s%s", m->peer ? "llama.cpp " : "", g->n > 1 ? m->info.name : "");
+    const char *who = who_s;
     if (m->err[0]) {
         /* a failure reaches stderr even when the progress display is quiet */
         if (g->opts->quiet)
@@ -474,7 +517,7 @@ static int reps_in_turn(group_t *g, int r) {
         if (!m->ok) continue;
         m->w.seed = (uint64_t)m->plan->protocol.v[K_PROTO_SEED].i + (uint64_t)r;
         steal_t st = steal_now();
-        int wr = tb_work_run(&m->w, &m->rep);
+        int wr = member_work(g, m);
         double steal = steal_since(st);
         if (wr == TB_INTERRUPTED) return TB_INTERRUPTED;
         probe_t before = g->last;
@@ -551,7 +594,7 @@ static int run_case(group_t *g, const tb_section_t *sec, int ci, int *interrupte
             member_t *m = &g->m[k];
             if (!m->ok) continue;
             m->w.seed = (uint64_t)pr->v[K_PROTO_SEED].i + 1000u + (uint64_t)i;
-            int wr = tb_work_run(&m->w, &m->rep);
+            int wr = member_work(g, m);
             if (wr == TB_INTERRUPTED) { *interrupted = 1; break; }
             if (wr < 0) case_fail(m);
         }
@@ -603,7 +646,8 @@ static void print_summary(const member_t *m, int threads, FILE *f) {
                 (double)m->info.n_params / 1e6, tb_isa_name(tb_isa_active()), threads,
                 r->label, r->metric, val, r->thermal);
     }
-    fprintf(f, "\nrun %s (id %lld): %s\n", m->res->uuid, (long long)m->res->run_id, m->res->status);
+    fprintf(f, "\nrun %s (id %lld%s): %s\n", m->res->uuid, (long long)m->res->run_id,
+            m->peer ? ", llama.cpp" : "", m->res->status);
 }
 
 static void pool_noop(void *arg, int ith, int nth) { (void)arg; (void)ith; (void)nth; }
@@ -627,8 +671,9 @@ static void cpus_used(group_t *g, char *buf, size_t cap) {
 static int member_start(group_t *g, member_t *m, int k, const char *group_uuid) {
     const tb_plan_t *plan = m->plan;
     const tb_section_t *en = &plan->engine, *pr = &plan->protocol;
-    tb_model_params_t mp = {.weights = !strcmp(en->v[K_ENGINE_WEIGHTS].s, "mmap") ? TB_WEIGHTS_MMAP
-                                                                                 : TB_WEIGHTS_COPY,
+    /* a llama.cpp member reads the file only for its facts and bytes per token */
+    tb_model_params_t mp = {.weights = m->peer || !strcmp(en->v[K_ENGINE_WEIGHTS].s, "mmap") ? TB_WEIGHTS_MMAP
+                                                                                          : TB_WEIGHTS_COPY,
                             .n_threads = g->threads};
     int rc = tb_model_load_ex(m->mpath, &mp, &m->model);
     if (!rc) rc = tb_model_get_info(m->model, &m->info);
@@ -641,7 +686,7 @@ static int member_start(group_t *g, member_t *m, int k, const char *group_uuid) 
     tb_head_params_t hp;
     if ((rc = tb_head_parse(head && *head ? head : "exact", &approx, &hp)))
         return tb_err_prefix(rc, "%s: [engine] head = %s", plan->path, head);
-    if (approx && (rc = tb_head_new(m->model, &hp, g->threads, &m->head))) return rc;
+    if (approx && !m->peer && (rc = tb_head_new(m->model, &hp, g->threads, &m->head))) return rc;
     tb_host_facts_t host;
     tb_build_facts_t build;
     tb_model_facts_t mf;
@@ -673,7 +718,8 @@ static int member_start(group_t *g, member_t *m, int k, const char *group_uuid) 
     for (int i = 0; i < nt; i++) { keys[i] = o->tag_keys[i]; vals[i] = o->tag_values[i]; }
     cpus_used(g, cpu_s, sizeof cpu_s);
     keys[nt] = "cpus"; vals[nt++] = cpu_s;
-    keys[nt] = "head"; vals[nt++] = head && *head ? head : "exact";
+    keys[nt] = "head"; vals[nt++] = head && *head && !m->peer ? head : "exact";
+    if (m->peer) { keys[nt] = "peer.binary"; vals[nt++] = m->peer->binary; }
     if (g->n > 1) {
         snprintf(idx, sizeof idx, "%d", k);
         keys[nt] = "group"; vals[nt++] = group_uuid;
@@ -682,7 +728,7 @@ static int member_start(group_t *g, member_t *m, int k, const char *group_uuid) 
     }
     tb_run_facts_t rf = {.host_id = host_id, .build_id = build_id, .model_id = model_id,
                          .scenario_id = scen_id, .threads = g->threads, .bandwidth_gbps_before = bw,
-                         .record_tokens = pr->v[K_PROTO_RECORD_TOKENS].i != 0,
+                         .record_tokens = !m->peer && pr->v[K_PROTO_RECORD_TOKENS].i != 0,
                          .n_tags = nt, .tag_keys = keys, .tag_values = vals};
     tb_facts_uuid(rf.uuid);
     snprintf(rf.isa, sizeof rf.isa, "%s", tb_isa_name(tb_isa_active()));
@@ -690,6 +736,17 @@ static int member_start(group_t *g, member_t *m, int k, const char *group_uuid) 
     if ((rc = tb_store_run_begin(g->store, &rf, &m->run_id))) return rc;
     m->res->run_id = m->run_id;
     memcpy(m->res->uuid, rf.uuid, sizeof m->res->uuid);
+    if (m->peer) {   /* what llama-bench measures and what it does not report */
+        static const char *const none[][2] = {
+            {"token_events", "llama-bench reports no per-token timestamps"},
+            {"itl", "llama-bench reports no per-token step times (no inter-token latency)"},
+            {"peak_rss_bytes", "llama-bench reports no memory use"},
+        };
+        rc = tb_store_run_engine(g->store, m->run_id, "llama.cpp", NULL, NULL);
+        for (size_t i = 0; i < sizeof none / sizeof none[0] && rc == TB_OK; i++)
+            rc = tb_store_add_absent(g->store, m->run_id, none[i][0], none[i][1]);
+        if (rc) return rc;
+    }
     for (int i = 0; i < tb_sensors_absent_count(g->sensors) && rc == TB_OK; i++) {
         const char *fam, *why;
         tb_sensors_absent(g->sensors, i, &fam, &why);
@@ -740,6 +797,14 @@ int tb_runner_run_group(const tb_plan_t *const *plans, const int *variants, int 
         m[k].run_id = -1;
         m[k].test_id = -1;
     }
+    for (int k = 0; k < n && !rc; k++)   /* a missing llama-bench fails before anything is recorded */
+        if (opts->engines && opts->engines[k] == TB_ENGINE_LLAMACPP) {
+            if (!(m[k].peer = malloc(sizeof *m[k].peer))) rc = tb_err(TB_ERR_NOMEM, "out of memory");
+            else rc = tb_peer_lc_resolve(plans[k], m[k].peer);
+        }
+    if (!rc && opts->interleave == TB_INTERLEAVE_TOKEN)
+        for (int k = 0; k < n && !rc; k++)
+            if (m[k].peer) rc = tb_err(TB_ERR_ARG, "%s: llama.cpp cannot take turns token by token", m[k].peer->where);
     const tb_plan_t *p0 = plans[0];
     const tb_section_t *en = &p0->engine, *pr = &p0->protocol;
     for (int k = 0; k < n && !rc; k++) {
@@ -793,7 +858,8 @@ int tb_runner_run_group(const tb_plan_t *const *plans, const int *variants, int 
     }
     tb_progress_init(&g.prog, units, opts->quiet);
     for (int k = 0; k < n; k++)
-        tb_progress_note(&g.prog, "run %s: %s on %s (%s, %d threads, isa %s)", res[k].uuid, plans[k]->name,
+        tb_progress_note(&g.prog, "run %s: %s%s on %s (%s, %d threads, isa %s)", res[k].uuid,
+                         m[k].peer ? "llama.cpp " : "", plans[k]->name,
                          m[k].info.name[0] ? m[k].info.name : m[k].mpath, tb_type_name(m[k].info.main_type),
                          g.threads, tb_isa_name(tb_isa_active()));
     int interrupted = 0;
@@ -842,6 +908,7 @@ out:
         tb_model_free(m[k].model);
         free(m[k].rows);
         free(m[k].mpath);
+        free(m[k].peer);
         for (int i = 0; m[k].ser && i < TB_M_COUNT; i++) free(m[k].ser[i]);
         free(m[k].ser);
         free(m[k].n_ser);

@@ -17,6 +17,13 @@
  * member sees the same machine states; its runs are tagged group=UUID,
  * group.index=K and interleave=rep|token.
  *
+ * A member may be llama.cpp instead of ternbench's engine (opts->engines):
+ * the same probes bracket each of its repetitions, each repetition is one
+ * llama-bench run (peer_llamacpp.h), its run row says engine = llama.cpp
+ * with llama-bench's version and backend, and what llama-bench does not
+ * report (token events, inter-token latency, memory, energy) is recorded
+ * as absent.
+ *
  * A raised stop flag (SIGINT/SIGTERM) abandons the repetition in flight;
  * what was committed stays and the run is marked 'interrupted'.
  */
@@ -42,6 +49,9 @@ typedef struct tb_run_opts {
     FILE *summary;                 /* markdown summary at the end (NULL: none) */
     int variant;                   /* which [model] type entry (tb_plan_n_variants) */
     int interleave;                /* a group's decode: TB_INTERLEAVE_REP or _TOKEN */
+    const int *engines;            /* a group's: member k's engine (TB_ENGINE_*), NULL: all
+                                    * ternbench; a llama.cpp member runs its plan's [engine]
+                                    * binary on the same file (peer_llamacpp.h) */
 } tb_run_opts_t;
 
 typedef struct tb_run_result {

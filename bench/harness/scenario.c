@@ -525,6 +525,76 @@ void tb_plan_variant_type(const tb_plan_t *p, int i, char *buf, size_t cap) {
     snprintf(buf, cap, "%.*s", (int)strcspn(s, ","), s);
 }
 
+/* Number of entries of [engine] kind, and entry i (canonical after parsing). */
+int tb_plan_n_engines(const tb_plan_t *p) {
+    int n = 1;
+    for (const char *s = p->engine.v[K_ENGINE_KIND].s; s && *s; s++) n += *s == ',';
+    return n;
+}
+
+int tb_plan_engine(const tb_plan_t *p, int i) {
+    const char *s = p->engine.v[K_ENGINE_KIND].s;
+    for (; i > 0 && s; i--) {
+        s = strchr(s, ',');
+        if (s) s++;
+    }
+    while (s && *s == ' ') s++;
+    return s && !strncmp(s, "llama.cpp", 9) ? TB_ENGINE_LLAMACPP : TB_ENGINE_TERNBENCH;
+}
+
+/* [engine] kind: a list of distinct ternbench / llama.cpp, rewritten as
+ * "ternbench, llama.cpp"; with llama.cpp only prefill and decode tests and
+ * no token-by-token interleave (llama-bench runs a repetition whole). */
+static int check_engines(parse_ctx_t *c) {
+    tb_plan_t *p = c->plan;
+    tb_value_t *v = &p->engine.v[K_ENGINE_KIND];
+    int line = v->line ? v->line : 1, seen[2] = {0, 0}, n = 0;
+    char out[64] = "";
+    for (const char *s = v->s; s && *s;) {
+        while (*s == ' ' || *s == '\t') s++;
+        size_t len = strcspn(s, ",");
+        size_t e = len;
+        while (e > 0 && (s[e - 1] == ' ' || s[e - 1] == '\t')) e--;
+        int k = e == 9 && !strncmp(s, "ternbench", 9) ? 0 : e == 9 && !strncmp(s, "llama.cpp", 9) ? 1 : -1;
+        if (k < 0) {
+            perr(c, line, "[engine] kind: unknown engine \"%.*s\": expected ternbench, llama.cpp "
+                 "or both as a list", (int)e, s);
+            return -1;
+        }
+        if (seen[k]++) {
+            perr(c, line, "[engine] kind: %s is listed twice", k ? "llama.cpp" : "ternbench");
+            return -1;
+        }
+        n += snprintf(out + n, sizeof out - (size_t)n, "%s%s", n ? ", " : "", k ? "llama.cpp" : "ternbench");
+        s += len;
+        if (*s == ',') s++;
+    }
+    if (!n) { perr(c, line, "[engine] kind: empty: expected ternbench, llama.cpp or both"); return -1; }
+    char *dup = strdup(out);
+    if (!dup) { perr(c, 0, "out of memory"); return -1; }
+    free(v->s);
+    v->s = dup;
+    if (!seen[1]) {
+        if (p->engine.v[K_ENGINE_BINARY].line) {
+            perr(c, p->engine.v[K_ENGINE_BINARY].line, "[engine] binary only applies with kind = llama.cpp");
+            return -1;
+        }
+        return 0;
+    }
+    if (p->protocol.v[K_PROTO_INTERLEAVE].i == 2) {
+        perr(c, p->protocol.v[K_PROTO_INTERLEAVE].line, "[protocol] interleave = token: llama.cpp "
+             "(kind, line %d) runs a repetition whole; use rep or none", line);
+        return -1;
+    }
+    for (int i = 0; i < p->n_tests; i++)
+        if (p->tests[i].kind != TB_SEC_PREFILL && p->tests[i].kind != TB_SEC_DECODE) {
+            perr(c, p->tests[i].line, "[%s]: llama.cpp (kind, line %d) runs prefill and decode "
+                 "tests only (llama-bench -p / -n -d)", p->tests[i].name, line);
+            return -1;
+        }
+    return 0;
+}
+
 /* Check cross-key rules and that every file the scenario names is readable. */
 static void validate(parse_ctx_t *c) {
     tb_plan_t *p = c->plan;
@@ -595,6 +665,7 @@ static void validate(parse_ctx_t *c) {
              "[decode], [ttft], [generate], [sustained], [claim], [quality]");
         return;
     }
+    if (check_engines(c) != 0) return;
     for (int i = 0; i < p->n_tests; i++) {
         tb_section_t *t = &p->tests[i];
         if (t->kind == TB_SEC_QUALITY) {

@@ -57,7 +57,7 @@ typedef enum tb_unit {
 typedef enum tb_key {
     K_MODEL_PATH, K_MODEL_SYNTH, K_MODEL_TYPE, K_MODEL_SEED, K_MODEL_VOCAB_FROM, K_MODEL_CACHE_DIR,
     K_ENGINE_THREADS, K_ENGINE_ISA, K_ENGINE_KV_TYPE, K_ENGINE_BATCH, K_ENGINE_CTX, K_ENGINE_WEIGHTS,
-    K_ENGINE_CPUS, K_ENGINE_HEAD,
+    K_ENGINE_CPUS, K_ENGINE_HEAD, K_ENGINE_KIND, K_ENGINE_BINARY,
     K_PROTO_WARMUP, K_PROTO_REPETITIONS, K_PROTO_COOLDOWN, K_PROTO_SEED, K_PROTO_HEADLINE,
     K_PROTO_RECORD_TOKENS, K_PROTO_SENSOR_INTERVAL, K_PROTO_THROTTLE_CHECK,
     K_PROTO_THROTTLE_PCT, K_PROTO_BANDWIDTH_PROBE, K_PROTO_INTERLEAVE,
@@ -154,6 +154,13 @@ int  tb_plan_check(const tb_plan_t *plan, FILE *out);
  * entry ("variant"); a plan with path = has one variant. */
 int  tb_plan_n_variants(const tb_plan_t *plan);
 void tb_plan_variant_type(const tb_plan_t *plan, int i, char *buf, size_t cap);
+
+/* [engine] kind may list ternbench and llama.cpp: every variant then runs
+ * as one group of one run per engine, their repetitions taking turns.
+ * Engine i of the list (TB_ENGINE_TERNBENCH or TB_ENGINE_LLAMACPP). */
+enum { TB_ENGINE_TERNBENCH = 0, TB_ENGINE_LLAMACPP = 1 };
+int  tb_plan_n_engines(const tb_plan_t *plan);
+int  tb_plan_engine(const tb_plan_t *plan, int i);
 
 /* Section accessors. */
 static inline int64_t tb_plan_int(const tb_section_t *s, tb_key_t k) { return s->v[k].i; }

@@ -59,6 +59,14 @@ const tb_key_def_t tb_scenario_keys[K_COUNT] = {
     [K_ENGINE_HEAD] = {TB_SEC_ENGINE, "head", TB_KT_STRING, TB_UNIT_NONE, "exact", 0, 0, NULL,
         "Output head: exact, or approx:CENTROIDS[:TOPC] (clustered at load, FlashHead; approximate "
         "logits, bytes per token from the rows it read). Recorded as the run tag head."},
+    [K_ENGINE_KIND] = {TB_SEC_ENGINE, "kind", TB_KT_STRING, TB_UNIT_NONE, "ternbench", 0, 0, NULL,
+        "Engine(s) measured: ternbench, llama.cpp, or both as a list (\"ternbench, llama.cpp\"): "
+        "then each model runs as a group of one run per engine on the same file, threads, prompt "
+        "lengths, depths and repetitions, taking turns repetition by repetition (order reversed on "
+        "odd ones). llama.cpp runs through its llama-bench (prefill and decode tests only)."},
+    [K_ENGINE_BINARY] = {TB_SEC_ENGINE, "binary", TB_KT_PATH, TB_UNIT_NONE, "", 0, 0, NULL,
+        "kind llama.cpp: its llama-bench executable (relative to the scenario file); empty: "
+        "$TB_LLAMA_BENCH, else llama-bench on PATH. Recorded as the run tag peer.binary."},
 
     /* ---- [protocol] ---- */
     [K_PROTO_WARMUP] = {TB_SEC_PROTOCOL, "warmup", TB_KT_INT, TB_UNIT_NONE, "1", 0, 100, NULL,
