@@ -14,8 +14,9 @@
  * K-shift of llama.cpp): in f32, with the angles from tb_op_rope_table
  * (double), then stored back in the cache type. Values carry no position.
  *
- * Per layer and kv head, the live rows are read into f32 scratch first and
- * written to their new slots after, so overlapping moves need no order.
+ * Per layer and kv head, the live rows are read into scratch first (f32
+ * for a RoPE layer, the cache's own bytes otherwise) and written to their
+ * new slots after, so overlapping moves need no order.
  */
 #include "model/session.h"
 #include "model/attention.h"
@@ -51,6 +52,26 @@ static void shift_layer(tb_session_t *s, int32_t il, int32_t lo, int32_t hi, int
     const size_t cap = (size_t)kv->cap;
     const bool f16 = s->p.kv_type == TB_TYPE_F16;
     const int32_t n = hi - lo;
+    const size_t el = s->kv_elem, row = (size_t)hd * el, T = TB_KV_TILE;
+    if (!L->rope) {   /* rows moved as bytes: K element by element down its tile, V row by row */
+        uint8_t *bk = (uint8_t *)tk, *bv = (uint8_t *)tv;   /* (n, head_dim) cache elements each */
+        const uint8_t *K = kv->k, *V = kv->v;
+        for (int g = 0; g < in->n_head_kv; g++) {
+            for (int32_t j = 0; j < n; j++) {
+                const size_t src = (size_t)(lo + j + d) % cap;
+                const uint8_t *ks = K + k_at(cap, hd, g, src, 0) * el;   /* K(g)(0, src), stride T */
+                for (int e = 0; e < hd; e++) memcpy(bk + (size_t)j * row + (size_t)e * el, ks + (size_t)e * T * el, el);
+                memcpy(bv + (size_t)j * row, V + ((size_t)g * cap + src) * row, row);
+            }
+            for (int32_t j = 0; j < n; j++) {
+                const size_t dst = (size_t)(lo + j) % cap;
+                uint8_t *kd = (uint8_t *)kv->k + k_at(cap, hd, g, dst, 0) * el;
+                for (int e = 0; e < hd; e++) memcpy(kd + (size_t)e * T * el, bk + (size_t)j * row + (size_t)e * el, el);
+                memcpy((uint8_t *)kv->v + ((size_t)g * cap + dst) * row, bv + (size_t)j * row, row);
+            }
+        }
+        return;
+    }
     for (int g = 0; g < in->n_head_kv; g++) {
         for (int32_t j = 0; j < n; j++) {
             const size_t src = (size_t)(lo + j + d) % cap;
