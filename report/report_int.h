@@ -190,6 +190,7 @@ int rp_tables_write(rp_ctx_t *c);           /* report_tables.c  */
 int rp_provenance_write(rp_ctx_t *c);       /* report_tables.c  */
 int rp_compare_write(rp_ctx_t *c);          /* report_tables.c  */
 int rp_engines_write(rp_ctx_t *c);          /* report_engines.c: ternbench beside a peer */
+int rp_groups_write(rp_ctx_t *c);           /* report_groups.c: runs of one group */
 int rp_states_write(rp_ctx_t *c);           /* report_states.c: --split */
 int rp_charts_write(rp_ctx_t *c);           /* report_charts.c  */
 int rp_claims_write(rp_ctx_t *c);           /* report_claims.c: the claims table and chart */

@@ -157,6 +157,7 @@ int tb_report_write(const tb_report_opts_t *opts, tb_report_result_t *res_out) {
     if (!rc) rc = rp_engines_write(&c);
     if (!rc) rc = rp_tables_write(&c);
     if (!rc) rc = rp_quality_write(&c);
+    if (!rc) rc = rp_groups_write(&c);
     if (!rc) rc = rp_states_write(&c);
     if (!rc) rc = rp_claims_write(&c);
     if (!rc && !opts->no_charts) rc = rp_charts_write(&c);

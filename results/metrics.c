@@ -51,9 +51,10 @@ const tb_metric_def_t tb_metrics[TB_M_COUNT] = {
     [TB_M_STEADY_WINDOW_TOK_PER_S] = {"steady_window_tok_per_s", "tok/s", HI, SU,
         "median of the clean windows without the first and the last"},
     [TB_M_STABILITY_PCT] = {"stability_pct", "%", HI, SU,
-        "100 x worst / best clean window (windows that re-filled the context left out)"},
+        "100 x worst / best clean window (windows that re-filled the context left out); once the "
+        "context has filled, among windows of matched mean depth (bins of ctx / 8), the lowest bin"},
     [TB_M_CONTEXT_FULL_EVENTS] = {"context_full_events", "count", NO, SU,
-        "times the context filled and was slid or reset"},
+        "times the context filled and was shifted, slid or reset"},
     [TB_M_REFILL_MS] = {"refill_ms", "ms", NO, SU,
         "harness time re-filling the context after it filled (outside every window's rate)"},
     [TB_M_BYTES_PER_TOKEN] = {"bytes_per_token", "B", NO, BW,

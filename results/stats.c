@@ -85,6 +85,32 @@ double tb_stats_stability_pct(const double *rates, size_t n) {
     return 100.0 * lo / hi;
 }
 
+typedef struct { double key, rate; } binned_t;
+
+static int cmp_binned(const void *a, const void *b) {
+    const binned_t *x = a, *y = b;
+    return (x->key > y->key) - (x->key < y->key);
+}
+
+double tb_stats_stability_matched_pct(const double *rates, const double *depth, size_t n, double bin) {
+    if (n == 0 || !(bin > 0)) return NAN;
+    binned_t *v = malloc(n * sizeof *v);   /* (n) windows by bin */
+    if (!v) return NAN;
+    for (size_t i = 0; i < n; i++) v[i] = (binned_t){floor(depth[i] / bin), rates[i]};
+    qsort(v, n, sizeof *v, cmp_binned);
+    double worst = NAN;
+    for (size_t i = 0, j; i < n; i = j) {
+        double lo = v[i].rate, hi = v[i].rate;
+        for (j = i + 1; j < n && v[j].key == v[i].key; j++) {
+            lo = v[j].rate < lo ? v[j].rate : lo;
+            hi = v[j].rate > hi ? v[j].rate : hi;
+        }
+        if (j - i >= 2 && hi > 0 && !(100.0 * lo / hi >= worst)) worst = 100.0 * lo / hi;
+    }
+    free(v);
+    return worst;
+}
+
 double tb_stats_stall_pct(const double *lat, size_t n, double factor) {
     if (n == 0) return NAN;
     const double med = tb_stats_median(lat, n);

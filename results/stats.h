@@ -22,6 +22,10 @@ double tb_stats_median(const double *x, size_t n);
 void   tb_stats_summarize(const double *x, size_t n, tb_stats_summary_t *out);
 /* Stability of a series of rates: 100 * worst / best (100 = perfectly flat). */
 double tb_stats_stability_pct(const double *rates, size_t n);
+/* Stability at matched depth: the windows are grouped by floor(depth[i] /
+ * bin) (bin > 0); in each group of two or more, 100 * worst / best; the
+ * lowest of these. NAN when no group holds two windows. */
+double tb_stats_stability_matched_pct(const double *rates, const double *depth, size_t n, double bin);
 /* Stall share of a series of latencies: 100 x the sum, over values above
  * factor x the median, of their excess over the median, divided by the sum
  * of all values (0 for a flat series). NAN if n == 0. */

@@ -136,8 +136,9 @@ const tb_key_def_t tb_scenario_keys[K_COUNT] = {
         "Generate for this long (0: run for `tokens`; both set: whichever ends first)."},
     [K_SUS_WINDOW] = {TB_SEC_SUSTAINED, "window", TB_KT_INT, TB_UNIT_COUNT, "256", 1, 1048576, NULL,
         "Tokens per measurement window."},
-    [K_SUS_ON_FULL] = {TB_SEC_SUSTAINED, "on_full", TB_KT_ENUM, TB_UNIT_NONE, "slide", 0, 0, "slide|reset",
-        "At the context limit: slide (re-prefill the last half of the context) or reset (empty it)."},
+    [K_SUS_ON_FULL] = {TB_SEC_SUSTAINED, "on_full", TB_KT_ENUM, TB_UNIT_NONE, "shift", 0, 0, "shift|slide|reset",
+        "At the context limit: shift (the engine drops the older half of the KV cache, timed in the window), "
+        "slide (re-prefill the last half, timed apart) or reset (empty it)."},
     [K_SUS_CTX] = {TB_SEC_SUSTAINED, "ctx", TB_KT_INT, TB_UNIT_COUNT, "2k", 16, 1048576, NULL,
         "Context limit of the sustained session."},
     [K_SUS_PROMPT_TOKENS] = {TB_SEC_SUSTAINED, "prompt_tokens", TB_KT_INT, TB_UNIT_COUNT, "16", 1,

@@ -406,23 +406,44 @@ static int add_window(tb_rep_t *r, int n_tok, uint64_t t0, uint64_t w_start, uin
     return TB_OK;
 }
 
-/* Continuous generation in windows, sliding or resetting at the context
- * limit. The harness's own work when the context fills (a reset, and for
- * slide the re-prefill of the kept half) is timed apart: it is taken out of
- * the window's rate and the window is marked (refills > 0), and marked or
- * partial windows stay out of the stability figures, so that a sustained
- * test measures the device and never presents the harness's work as
- * throttling. Every window is recorded, the last partial one included. */
+/* (*d)[i] = depth, *d grown as needed (*cap entries). */
+static int add_depth(double **d, int *cap, int i, double depth) {
+    if (i >= *cap) {
+        int nc = *cap ? *cap * 2 : 64;
+        double *p = realloc(*d, (size_t)nc * sizeof *p);
+        if (!p) return tb_err(TB_ERR_NOMEM, "out of memory");
+        *d = p;
+        *cap = nc;
+    }
+    (*d)[i] = depth;
+    return TB_OK;
+}
+
+/* Continuous generation in windows, shifting, sliding or resetting at the
+ * context limit. shift: the engine drops the older half of the KV cache
+ * (tb_session_kv_shift) and generation goes on; that is the engine's work,
+ * part of what a long generation costs, so it is timed inside the window
+ * and inside the next token's step. The harness's own work (a reset, and
+ * for slide the re-prefill of the kept half) is timed apart: it is taken
+ * out of the window's rate and the window is marked (refills > 0), and
+ * marked or partial windows stay out of the stability figures, so that a
+ * sustained test measures the device and never presents the harness's
+ * work as throttling. A token's cost grows with the depth of the cache it
+ * attends over, so once the context has filled (and depths recur) the
+ * stability compares windows of matched mean depth only
+ * (tb_stats_stability_matched_pct, bins of ctx / 8). Every window is
+ * recorded, the last partial one included. */
 static int run_sustained(const tb_work_t *w, tb_rep_t *r, double e0) {
     const tb_section_t *sec = w->sec;
     int64_t n_max = sec->v[K_SUS_TOKENS].i, dur_ms = sec->v[K_SUS_DURATION].i;
     int win = (int)sec->v[K_SUS_WINDOW].i, ctx = (int)sec->v[K_SUS_CTX].i;
-    bool slide = !strcmp(sec->v[K_SUS_ON_FULL].s, "slide");
+    bool slide = !strcmp(sec->v[K_SUS_ON_FULL].s, "slide"), shift = !strcmp(sec->v[K_SUS_ON_FULL].s, "shift");
     tb_sampler_params_t sp = {.temp = (float)sec->v[K_SUS_TEMP].f, .top_p = (float)sec->v[K_SUS_TOP_P].f,
                               .top_k = 0, .min_p = 0, .seed = w->seed};
     tb_sampler_t *smp = NULL;
     int32_t *hist = malloc((size_t)ctx * sizeof *hist);     // (ctx) tokens in the KV cache, in order
-    double *rates = NULL;
+    double *rates = NULL, *wdepth = NULL;   // (n_win) clean rates; (cap_depth) each window's mean depth
+    int cap_depth = 0;
     int rc = hist ? tb_sampler_new(&sp, &smp) : tb_err(TB_ERR_NOMEM, "out of memory");
     if (rc) goto done;
     int32_t n_vocab = tb_model_n_vocab(w->model);
@@ -435,12 +456,20 @@ static int run_sustained(const tb_work_t *w, tb_rep_t *r, double e0) {
     tb_session_get_head_stats(w->sess, &h0);
     uint64_t start = tb_now_ns(), w_start = start, prev = start;
     int64_t n = 0, refill_ns = 0, refill_total = 0;
-    double pos_sum = 0;   /* for the mean KV depth (bytes per token) */
+    double pos_sum = 0, win_pos_sum = 0;   /* for the mean KV depth (bytes per token, windows) */
     int in_win = 0, n_full = 0, refills = 0;
     for (;;) {
         if (*w->stop) { rc = TB_INTERRUPTED; goto done; }
         if (n_max > 0 && n >= n_max) break;
         if (dur_ms > 0 && (double)(tb_now_ns() - start) / 1e6 >= (double)dur_ms) break;
+        uint64_t ts = tb_now_ns();
+        if (n_hist >= ctx && shift) {   /* context full: the engine's work, in the window */
+            int keep = ctx / 2;
+            if ((rc = tb_session_kv_shift(w->sess, n_hist - keep))) goto done;
+            memmove(hist, hist + n_hist - keep, (size_t)keep * sizeof *hist);
+            n_hist = keep;
+            n_full++;
+        }
         if (n_hist >= ctx) {   /* context full: the harness's work, timed apart */
             uint64_t f0 = tb_now_ns();
             tb_session_reset(w->sess);
@@ -457,13 +486,14 @@ static int run_sustained(const tb_work_t *w, tb_rep_t *r, double e0) {
             refill_ns += f;
             refill_total += f;
             refills++;
+            ts = tb_now_ns();
         }
-        uint64_t ts = tb_now_ns();
         if ((rc = tb_session_eval(w->sess, &tok, 1, false))) {
             rc = tb_err_prefix(rc, "sustained decode at position %d", tb_session_pos(w->sess));
             goto done;
         }
         pos_sum += n_hist;
+        win_pos_sum += n_hist;
         hist[n_hist++] = tok;
         tok = tb_sampler_sample(smp, tb_session_logits(w->sess, -1), n_vocab);
         uint64_t now = tb_now_ns();
@@ -475,6 +505,8 @@ static int run_sustained(const tb_work_t *w, tb_rep_t *r, double e0) {
         }
         if (++in_win == win) {
             if ((rc = add_window(r, win, t0, w_start, now, refill_ns, refills, n_hist))) goto done;
+            if ((rc = add_depth(&wdepth, &cap_depth, r->n_win - 1, win_pos_sum / win))) goto done;
+            win_pos_sum = 0;
             in_win = refills = 0;
             refill_ns = 0;
             w_start = now;
@@ -486,6 +518,7 @@ static int run_sustained(const tb_work_t *w, tb_rep_t *r, double e0) {
         }
     }
     if (in_win > 0 && (rc = add_window(r, in_win, t0, w_start, prev, refill_ns, refills, n_hist))) goto done;
+    if (in_win > 0 && (rc = add_depth(&wdepth, &cap_depth, r->n_win - 1, win_pos_sum / in_win))) goto done;
     double s = (double)((int64_t)(prev - start) - refill_total) / 1e9;
     double tps = (double)n / (s > 0 ? s : 1e-9);
     metric(r, TB_M_DECODE_TOK_PER_S, tps);
@@ -497,18 +530,26 @@ static int run_sustained(const tb_work_t *w, tb_rep_t *r, double e0) {
     if (!rates) { rc = tb_err(TB_ERR_NOMEM, "out of memory"); goto done; }
     int m = 0;
     for (int i = 0; i < r->n_win; i++)
-        if (r->win[i].n_tokens == win && r->win[i].refills == 0) rates[m++] = r->win[i].tok_per_s;
+        if (r->win[i].n_tokens == win && r->win[i].refills == 0) {
+            wdepth[m] = wdepth[i];   /* m <= i: compacted in place, in step with rates */
+            rates[m++] = r->win[i].tok_per_s;
+        }
     if (m > 0) {
         metric(r, TB_M_WINDOW_TOK_PER_S, tb_stats_median(rates, (size_t)m));
         metric(r, TB_M_FIRST_WINDOW_TOK_PER_S, rates[0]);
         metric(r, TB_M_LAST_WINDOW_TOK_PER_S, rates[m - 1]);
         if (m > 2) metric(r, TB_M_STEADY_WINDOW_TOK_PER_S, tb_stats_median(rates + 1, (size_t)m - 2));
-        metric(r, TB_M_STABILITY_PCT, tb_stats_stability_pct(rates, (size_t)m));
+        /* a context that filled came back to the same depths: compare windows at matched
+         * depth (bins of ctx / 8), so that the depth's own cost is not read as instability;
+         * else (or with no two windows in one bin) every clean window */
+        double st = n_full > 0 ? tb_stats_stability_matched_pct(rates, wdepth, (size_t)m, ctx / 8.0) : NAN;
+        metric(r, TB_M_STABILITY_PCT, isnan(st) ? tb_stats_stability_pct(rates, (size_t)m) : st);
     }
     roofline(w, r, tps, n > 0 ? (int64_t)(pos_sum / (double)n) : 0, 0, &h0);
     footprint(w, r, e0, (double)n);
 done:
     free(rates);
+    free(wdepth);
     free(hist);
     tb_sampler_free(smp);
     return rc;

@@ -736,6 +736,22 @@ int  tb_session_eval(tb_session_t *s, const int32_t *tokens, int32_t n, bool all
 const float *tb_session_logits(const tb_session_t *s, int32_t i);
 int32_t tb_session_pos(const tb_session_t *s);
 void tb_session_reset(tb_session_t *s);          /* empty the KV cache       */
+/* Forget the oldest n_discard positions of the KV cache (0 <= n_discard <=
+ * pos) and move the rest to positions 0..pos - n_discard - 1, evaluating
+ * nothing again: the next eval continues at pos - n_discard, so a stream
+ * that fills the context can go on at a fraction of a re-prefill's cost.
+ * Each kept row keeps what its token computed when it was evaluated (with
+ * the discarded tokens in context), as llama.cpp's context shift: values
+ * and the keys of layers without positional encoding are moved bit for
+ * bit; RoPE keys are rotated by -n_discard positions in f32 and stored
+ * back in the KV type (one more rounding of a key: 2^-24 relative for an
+ * f32 cache, 2^-11 for f16). Where a layer's rows depend only on its
+ * tokens and positions, the next logits are those of a fresh session
+ * given the kept tokens: exactly without RoPE, within that rounding with
+ * it (tests/model/test_kvshift.c). The last eval's logits stay readable.
+ * TB_ERR_ARG on a NULL session or n_discard out of range; TB_ERR_NOMEM
+ * (scratch of 2 * min(pos, n_ctx) * head_dim floats), the cache unchanged. */
+int  tb_session_kv_shift(tb_session_t *s, int32_t n_discard);
 /* Bytes allocated by the session (KV cache, scratch, logits). */
 uint64_t tb_session_memory_bytes(const tb_session_t *s);
 

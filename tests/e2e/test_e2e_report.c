@@ -4,8 +4,9 @@
  * run by the built binary into a database, then `report` over it. Every
  * chart renders, the tables' figures are the medians of the recorded
  * repetition rows, the sustained chart draws every recorded window and
- * marks the ones that held the harness's context re-fill, and `bench`
- * recording into the same database appears beside the scenario's run.
+ * marks the ones that held the harness's context re-fill, `bench`
+ * recording into the same database appears beside the scenario's run, and
+ * the runs of an interleaved group are one table with ratios to the first.
  * Speed beside quality: the speed-and-quality table and the decode tok/s
  * against mean KLD chart from interleaved runs with [quality] tests.
  */
@@ -31,7 +32,7 @@ static const char SCENARIO[] =
     "[decode]\ntokens = 8\ndepths = 0, 16\n"
     "[ttft]\nprompt_tokens = 8\n"
     "[generate]\nprompt_tokens = 8\ntokens = 12\n"
-    "[sustained]\ntokens = 120\nwindow = 20\nctx = 48\nprompt_tokens = 4\n";
+    "[sustained]\ntokens = 120\nwindow = 20\nctx = 48\nprompt_tokens = 4\non_full = slide\n";
 
 /* Median and sample stddev of the repetition rows of (label, metric). */
 static void db_stat(sqlite3 *d, const char *label, const char *metric, double *med, double *sd) {
@@ -216,6 +217,36 @@ static void test_interleaved_types(void **state) {
                           " (SELECT value FROM p WHERE k = 1 AND rep = 1 AND metric = 'bw_before_gbps')");
     assert_string_equal(q, "1|1|1\n");
     free(q);
+    /* the report shows the group as one table: each member's median and its ratio to the first's */
+    E2E_RUN(&r, E2E_NO_LIMIT, "report", "--db", "il.db", "--last", "2", "--out", "ilrep", "--no-charts");
+    e2e_assert_clean(&r, "report il.db");
+    if (r.status != 0) fail_msg("report: exit %d: %s", r.status, r.err);
+    e2e_res_free(&r);
+    char *md = e2e_slurp("ilrep/report.md", NULL);
+    assert_non_null(md);
+    q = e2e_db_query(dbp, "SELECT t.label, group_concat(r.id || ':' || m.value, ' ') FROM (SELECT t.label, t.run_id,"
+                          " m.value FROM measurements m JOIN tests t ON t.id = m.test_id WHERE m.metric ="
+                          " 'decode_tok_per_s' AND m.repetition >= 0 ORDER BY t.run_id, m.repetition) m"
+                          " JOIN tests t ON t.run_id = m.run_id AND t.label = m.label JOIN runs r ON r.id = t.run_id");
+    char label[64];
+    long r0, r1, r2, r3;
+    double v0, v1, v2, v3;
+    if (sscanf(q, "%63[^|]|%ld:%lf %ld:%lf %ld:%lf %ld:%lf", label, &r0, &v0, &r1, &v1, &r2, &v2, &r3, &v3) != 9)
+        fail_msg("decode rows: %s", q);
+    free(q);
+    assert_true(r0 == r1 && r2 == r3 && r0 != r2);
+    char row[128];
+    snprintf(row, sizeof row, "| %s | decode_tok_per_s | ", label);
+    const char *at = strstr(md, "## Run groups");
+    if (!at || !(at = strstr(at, row))) fail_msg("report: no run group row '%s':\n%s", row, md);
+    double a, b, ratio;
+    if (sscanf(at + strlen(row), "%lf | %lf (×%lf) |", &a, &b, &ratio) != 3) fail_msg("group row: %.200s", at);
+    /* medians of two repetitions; printed to 2 and 3 decimals (in double: cmocka's
+     * assert_float_equal compares floats, too coarse for a half unit at 1e3 tok/s) */
+    const double ma = (v0 + v1) / 2, mb = (v2 + v3) / 2;
+    if (fabs(a - ma) > 0.0051 || fabs(b - mb) > 0.0051 || fabs(ratio - mb / ma) > 0.00051)
+        fail_msg("group row %.3f, %.3f (x%.4f); the runs' medians %.4f, %.4f (x%.5f)", a, b, ratio, ma, mb, mb / ma);
+    free(md);
 }
 
 /* [engine] head / bench --head: an approximate head is labelled in the run's tags and the test's

@@ -125,7 +125,7 @@ static void test_full_run(void **state) {
              "[decode]\ntokens = 8\ndepths = 0, 16\n"
              "[ttft]\nprompt_tokens = 12\n"
              "[generate]\nprompt_tokens = 8\ntokens = 12\ntemp = 1.0\ntop_p = 0.9\n"
-             "[sustained]\ntokens = 60\nwindow = 20\nctx = 32\nprompt_tokens = 4\n", MODEL_SECTION);
+             "[sustained]\ntokens = 60\nwindow = 20\nctx = 32\nprompt_tokens = 4\non_full = slide\n", MODEL_SECTION);
     write_file("full.ini", text);
     char ini[512], db[512];
     tpath(ini, sizeof ini, "full.ini");
@@ -338,6 +338,34 @@ static void test_full_run(void **state) {
     assert_int_equal(wait_status(spawn(bad)), 2);
 }
 
+/* on_full = shift (the default): the engine drops the older half of the cache, the harness
+ * re-fills nothing. 4 prompt tokens, ctx 32: the 29th and the 45th tokens find the context
+ * full and go on at depth 16, so the windows end at depths 24, 28 and 32, none is marked and
+ * a stability is recorded. */
+static void test_sustained_shift(void **state) {
+    (void)state;
+    char text[1024];
+    snprintf(text, sizeof text, "%s[engine]\nthreads = 1\n[protocol]\nwarmup = 0\nrepetitions = 1\n"
+             "bandwidth_probe = 4m\n[sustained]\ntokens = 60\nwindow = 20\nctx = 32\nprompt_tokens = 4\n",
+             MODEL_SECTION);
+    write_file("shift.ini", text);
+    char ini[512], db[512];
+    tpath(ini, sizeof ini, "shift.ini");
+    tpath(db, sizeof db, "shift.db");
+    const char *args[] = {"run", ini, "--db", db, "-q", NULL};
+    assert_int_equal(run_cmd(args), 0);
+    sqlite3 *d;
+    assert_int_equal(sqlite3_open(db, &d), SQLITE_OK);
+    assert_int_equal(q_num(d, "SELECT x.value FROM measurements x WHERE x.metric = 'context_full_events'"), 2);
+    assert_int_equal(q_num(d, "SELECT x.value FROM measurements x WHERE x.metric = 'refill_ms'"), 0);
+    assert_int_equal(q_num(d, "SELECT x.value FROM measurements x WHERE x.metric = 'generated_tokens'"), 60);
+    assert_int_equal(q_num(d, "SELECT count(*) FROM windows WHERE refills = 0 AND refill_ns = 0 AND n_tokens = 20"), 3);
+    assert_int_equal(q_num(d, "SELECT group_concat(ctx_pos) = '24,28,32' FROM (SELECT ctx_pos FROM windows ORDER BY idx)"), 1);
+    double stab = q_num(d, "SELECT x.value FROM measurements x WHERE x.metric = 'stability_pct'");
+    assert_true(stab > 0 && stab <= 100);
+    sqlite3_close(d);
+}
+
 static void test_bad_scenario_records_nothing(void **state) {
     (void)state;
     char text[512];
@@ -528,6 +556,7 @@ int main(int argc, char **argv) {
     bin = argc > 1 ? argv[1] : getenv("TB_TERNBENCH");
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_full_run),
+        cmocka_unit_test(test_sustained_shift),
         cmocka_unit_test(test_bad_scenario_records_nothing),
         cmocka_unit_test(test_record_tokens_off),
         cmocka_unit_test(test_sigkill),

@@ -84,6 +84,13 @@ static void test_stability(void **state) {
     assert_float_equal(tb_stats_stability_pct(flat, 3), 100.0, 1e-12);
     assert_float_equal(tb_stats_stability_pct(drop, 4), 50.0, 1e-12);
     assert_true(isnan(tb_stats_stability_pct(drop, 0)));
+    /* matched depth: bins of 100 -> {120, 100} at 0..99 (83.3 %), {90} alone, {60, 66} at 300..399
+     * (90.9 %); the window alone in its bin is compared with none */
+    const double rate[] = {120, 90, 60, 100, 66}, depth[] = {10, 150, 390, 95, 300};
+    assert_float_equal(tb_stats_stability_matched_pct(rate, depth, 5, 100), 100.0 * 100 / 120, 1e-12);
+    assert_float_equal(tb_stats_stability_matched_pct(rate, depth, 5, 1000), 50.0, 1e-12);
+    assert_true(isnan(tb_stats_stability_matched_pct(rate, depth, 2, 100)));   /* 120 and 90: no pair */
+    assert_true(isnan(tb_stats_stability_matched_pct(rate, depth, 0, 100)));
 }
 
 static void test_sha256(void **state) {
