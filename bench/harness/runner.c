@@ -630,6 +630,8 @@ static int member_start(group_t *g, member_t *m, int k, const char *group_uuid) 
     cpus_used(g, cpu_s, sizeof cpu_s);
     keys[nt] = "cpus"; vals[nt++] = cpu_s;
     keys[nt] = "head"; vals[nt++] = head && *head ? head : "exact";
+    /* the i8mm tier's per-core choice of gemm per format (dispatch.c) */
+    if (tb_isa_active() == TB_ISA_I8MM) { keys[nt] = "isa.features"; vals[nt++] = tb_isa_features(); }
     if (g->n > 1) {
         snprintf(idx, sizeof idx, "%d", k);
         keys[nt] = "group"; vals[nt++] = group_uuid;
