@@ -560,10 +560,11 @@ typedef struct tb_model_info {
     uint64_t resident_bytes;/* weight memory the engine allocated: copies and
                                repacked layouts (0 with TB_WEIGHTS_MMAP and
                                no repacking)                                 */
-    int32_t split_layers;   /* layers whose 2-thread decode runs split: their
-                               Wo (and a dense layer's ffn_down) placed as
-                               two column slices, one per thread, in the
-                               memory the whole matrix would take            */
+    int32_t split_layers;   /* layers whose decode runs split (dense: at 2
+                               or more threads; MoE: at 2): their Wo (and a
+                               dense layer's ffn_down) placed as two column
+                               slices, one per half, in the memory the whole
+                               matrix would take                             */
     int32_t weights_mode;   /* tb_weights_mode_t the model was loaded with  */
 } tb_model_info_t;
 
