@@ -264,8 +264,8 @@ static int model_info(int argc, char **argv) {
     fmt_bytes(b1, sizeof b1, in.resident_bytes);
     printf("weights:         %s, %" PRIu64 " bytes (%s) in huge-page memory\n",
            in.weights_mode == TB_WEIGHTS_MMAP ? "mmap" : "copy", in.resident_bytes, b1);
-    printf("split decode:    %d of %d layers (at 2 threads, Wo%s cut in two column slices)\n", in.split_layers,
-           in.n_layer, in.n_expert > 0 ? "" : " and ffn_down");
+    printf("split decode:    %d of %d layers (at %s threads, Wo%s cut in two column slices)\n", in.split_layers,
+           in.n_layer, in.n_expert > 0 ? "2" : "2 or more", in.n_expert > 0 ? "" : " and ffn_down");
     tb_model_free(m);
     return 0;
 }

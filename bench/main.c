@@ -42,7 +42,7 @@ static void usage(FILE *f) {
                "usage: ternbench [--isa I] [--prefetch BYTES] [--cpus LIST] COMMAND [ARGS]\n\ncommands:\n", TB_VERSION_STRING);
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         fprintf(f, "  %-11s %s\n", commands[i].name, commands[i].help);
-    fprintf(f, "\n--isa ref|generic|avx2|avx512|neon|dotprod caps the kernel tier for the command (as TB_ISA=I does)\n"
+    fprintf(f, "\n--isa ref|generic|avx2|avx512|neon|dotprod|i8mm caps the kernel tier for the command (as TB_ISA=I does)\n"
                "--prefetch BYTES  software prefetch distance of the streaming matvecs: 0 (none) or a\n"
                "                  multiple of 64 up to %d (as TB_PREFETCH=BYTES does; default %zu on this CPU)\n"
                "--cpus LIST       pin thread i to the i-th CPU of LIST (0-3,6; as TB_CPUS=LIST does; default:\n"

@@ -720,6 +720,8 @@ static int member_start(group_t *g, member_t *m, int k, const char *group_uuid) 
     keys[nt] = "cpus"; vals[nt++] = cpu_s;
     keys[nt] = "head"; vals[nt++] = head && *head && !m->peer ? head : "exact";
     if (m->peer) { keys[nt] = "peer.binary"; vals[nt++] = m->peer->binary; }
+    /* the i8mm tier's per-core choice of gemm per format (dispatch.c) */
+    if (!m->peer && tb_isa_active() == TB_ISA_I8MM) { keys[nt] = "isa.features"; vals[nt++] = tb_isa_features(); }
     if (g->n > 1) {
         snprintf(idx, sizeof idx, "%d", k);
         keys[nt] = "group"; vals[nt++] = group_uuid;

@@ -129,11 +129,15 @@ typedef enum tb_isa {
     TB_ISA_AVX512  = 3,  /* x86-64 AVX-512 F/BW/VL (+VNNI/BF16 used when present) */
     TB_ISA_NEON    = 4,  /* aarch64 NEON, ARMv8.0 (widening multiplies)  */
     TB_ISA_DOTPROD = 5,  /* aarch64 NEON + SDOT (ARMv8.2 dotprod)        */
+    TB_ISA_I8MM    = 6,  /* aarch64 dotprod + SMMLA prefill gemms (FEAT_I8MM) */
 } tb_isa_t;
-#define TB_ISA_LAST TB_ISA_DOTPROD
+#define TB_ISA_LAST TB_ISA_I8MM
 
 /* On aarch64 the tiers come from tb_cpu_topo_host()'s features (the hwcap
- * words): neon always, dotprod when the CPU has asimddp. */
+ * words): neon always, dotprod when the CPU has asimddp, i8mm when it also
+ * has i8mm (its SMMLA gemms kept per format only where a start-up timing
+ * finds them faster than SDOT's; TB_I8MM=smmla|sdot forces the choice,
+ * and tb_isa_features() names it). */
 
 /* Highest tier this CPU supports (libcpuid on x86, the hwcap words on aarch64). */
 tb_isa_t tb_isa_best(void);
@@ -556,10 +560,11 @@ typedef struct tb_model_info {
     uint64_t resident_bytes;/* weight memory the engine allocated: copies and
                                repacked layouts (0 with TB_WEIGHTS_MMAP and
                                no repacking)                                 */
-    int32_t split_layers;   /* layers whose 2-thread decode runs split: their
-                               Wo (and a dense layer's ffn_down) placed as
-                               two column slices, one per thread, in the
-                               memory the whole matrix would take            */
+    int32_t split_layers;   /* layers whose decode runs split (dense: at 2
+                               or more threads; MoE: at 2): their Wo (and a
+                               dense layer's ffn_down) placed as two column
+                               slices, one per half, in the memory the whole
+                               matrix would take                             */
     int32_t weights_mode;   /* tb_weights_mode_t the model was loaded with  */
 } tb_model_info_t;
 

@@ -68,7 +68,11 @@ const char *tb_phase_name(tb_phase_t p);
  * in turn, each waiting before a pass only for the other to finish the
  * one before; the phase profile above turns that off so that its phases
  * can be timed apart. The split profile keeps it on and adds, per pass
- * (at most six clock reads per thread), where each thread's time goes:
+ * (at most six clock reads per thread), where each thread's time goes.
+ * At more than 2 threads (split_layers, dense models) "thread 0" and
+ * "thread 1" are thread 0 and thread ceil(N / 2), the first of each
+ * half's threads, and a half's prologue is made by whichever thread
+ * needs it first (the others' prologue_ns is their wait for it):
  *   wait_ns      waiting for the other thread to finish the previous pass;
  *   prologue_ns  its prologue: the previous pass's outputs folded into x,
  *                RMSNorm and quantization of its own activation row

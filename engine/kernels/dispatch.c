@@ -17,12 +17,15 @@
  *
  * aarch64: neon (ARMv8.0) always; dotprod (its SDOT kernels on top of
  * neon's) when HWCAP_ASIMDDP is set, so TB_ISA=neon / --isa neon runs the
- * baseline kernels on a dotprod CPU.
+ * baseline kernels on a dotprod CPU; i8mm (its SMMLA gemms on top of
+ * dotprod's) when HWCAP2_I8MM is set too, each gemm kept only where it
+ * times faster than dotprod's on this core (i8mm_calibrate).
  */
 #include "kernels/kernels.h"
 
 #include <pthread.h>
 #include <stdlib.h>
+#include <time.h>
 #include <string.h>
 #include <strings.h>
 
@@ -114,6 +117,64 @@ static void detect_arm(void) {
 }
 #endif
 
+#if defined(__aarch64__)
+/* Best of 3 timed runs of gemm g of type t on a fixed shape (32 rows of
+ * 1024 columns, 4 tokens; bytes 0x11: small normal scales), in ns; -1
+ * when the buffers cannot be had. The shape is in cache: this times the
+ * instructions, as prefill (whose weight rows are reused across tokens)
+ * runs them. */
+static double time_gemm(tb_gemm_fn g, tb_type_t t) {
+    enum { ROWS = 32, COLS = 1024, TOK = 4, REPS = 3 };
+    const size_t ws = tb_type_row_bytes(t, COLS), as = tb_act_row_bytes(t, COLS);
+    void *W = malloc(ws * ROWS), *A = malloc(as * TOK);
+    float *Y = malloc(sizeof(float) * ROWS * TOK);
+    double best_ns = -1;
+    if (W && A && Y) {
+        memset(W, 0x11, ws * ROWS);
+        memset(A, 0x11, as * TOK);
+        for (int r = 0; r < REPS; r++) {
+            struct timespec t0, t1;
+            clock_gettime(CLOCK_MONOTONIC, &t0);
+            g(W, ws, A, as, TOK, Y, ROWS, 0, ROWS, COLS);
+            clock_gettime(CLOCK_MONOTONIC, &t1);
+            const double ns = (double)(t1.tv_sec - t0.tv_sec) * 1e9 + (double)(t1.tv_nsec - t0.tv_nsec);
+            if (best_ns < 0 || ns < best_ns) best_ns = ns;
+        }
+    }
+    free(W);
+    free(A);
+    free(Y);
+    return best_ns;
+}
+
+/* The i8mm tier keeps its SMMLA gemm of a format only where it beats
+ * dotprod's on this core (TB_I8MM=auto, the default), or as TB_I8MM says
+ * (smmla, sdot; another value is ignored); its features string names the
+ * choice. Both gemms give the same bits, so only speed changes. */
+static void i8mm_calibrate(void) {
+    static char feat[96];
+    const char *mode = getenv("TB_I8MM");
+    const bool timed = !mode || !*mode || strcasecmp(mode, "auto") == 0 ||
+                       (strcasecmp(mode, "smmla") != 0 && strcasecmp(mode, "sdot") != 0);
+    double sdot_ns[TB_I8MM_N] = {0}, mm_ns[TB_I8MM_N] = {0};
+    for (int i = 0; i < TB_I8MM_N && timed; i++) {
+        const tb_type_t t = tb_i8mm_types[i];
+        for (int k = 0; k < 2; k++) {   /* interleaved: a clock change hits both */
+            const double a = time_gemm(tables[TB_ISA_DOTPROD].t[t].gemm, t);
+            const double b = time_gemm(tables[TB_ISA_I8MM].t[t].gemm, t);
+            if (k == 0 || a < sdot_ns[i]) sdot_ns[i] = a;
+            if (k == 0 || b < mm_ns[i]) mm_ns[i] = b;
+        }
+    }
+    bool use[TB_I8MM_N];
+    if (tb_i8mm_choose(timed ? NULL : mode, sdot_ns, mm_ns, use) != TB_OK) tb_clear_error();
+    for (int i = 0; i < TB_I8MM_N; i++)
+        if (!use[i]) tables[TB_ISA_I8MM].t[tb_i8mm_types[i]].gemm = tables[TB_ISA_DOTPROD].t[tb_i8mm_types[i]].gemm;
+    tb_i8mm_describe(use, feat, sizeof feat);
+    tables[TB_ISA_I8MM].features = feat;
+}
+#endif
+
 /* ---------------------------------------------------------------------- */
 /* Tables                                                                  */
 /* ---------------------------------------------------------------------- */
@@ -177,6 +238,10 @@ static void init(void) {
     detect_arm();
     add_tier(TB_ISA_NEON, TB_ISA_GENERIC, tb_kernels_fill_neon);
     if (tb_cpu.dotprod) add_tier(TB_ISA_DOTPROD, TB_ISA_NEON, tb_kernels_fill_neon_dotprod);
+    if (tb_cpu.dotprod && tb_cpu.i8mm) {
+        add_tier(TB_ISA_I8MM, TB_ISA_DOTPROD, tb_kernels_fill_i8mm);
+        i8mm_calibrate();
+    }
 #endif
     tb_pf_bytes = pf_default;
     const char *pf = getenv("TB_PREFETCH");
@@ -243,7 +308,7 @@ int tb_prefetch_set_str(const char *s) {
     return prefetch_parse(s, &tb_pf_bytes);
 }
 
-static const char *const isa_names[] = {"ref", "generic", "avx2", "avx512", "neon", "dotprod"};
+static const char *const isa_names[] = {"ref", "generic", "avx2", "avx512", "neon", "dotprod", "i8mm"};
 
 const char *tb_isa_name(tb_isa_t isa) {
     return (unsigned)isa < TB_ARRAY_LEN(isa_names) ? isa_names[isa] : "?";
@@ -252,7 +317,7 @@ const char *tb_isa_name(tb_isa_t isa) {
 int tb_isa_from_name(const char *name, tb_isa_t *out) {
     for (unsigned i = 0; i < TB_ARRAY_LEN(isa_names); i++)
         if (strcasecmp(name, isa_names[i]) == 0) { *out = (tb_isa_t)i; return TB_OK; }
-    return tb_err(TB_ERR_ARG, "unknown ISA tier '%s' (expected ref, generic, avx2, avx512, neon or dotprod)", name);
+    return tb_err(TB_ERR_ARG, "unknown ISA tier '%s' (expected ref, generic, avx2, avx512, neon, dotprod or i8mm)", name);
 }
 
 const char *tb_isa_features(void) { return tb_kernels()->features; }

@@ -1,7 +1,7 @@
 /*
  * kernels.h — the kernel dispatch table.
  *
- * One table per ISA tier (ref, generic, avx2, avx512, neon), each filled by
+ * One table per ISA tier (ref, generic, avx2, avx512, neon, dotprod, i8mm), each filled by
  * its own translation unit compiled with its own flags. tb_kernels() returns
  * the active tier's table, chosen once at start-up from libcpuid (capped by
  * TB_ISA / tb_isa_set). A tier may leave an entry NULL: the dispatcher then
@@ -89,6 +89,21 @@ void tb_kernels_fill_avx2(tb_kernels_t *k);    /* defined only on x86-64  */
 void tb_kernels_fill_avx512(tb_kernels_t *k);  /* defined only on x86-64  */
 void tb_kernels_fill_neon(tb_kernels_t *k);    /* defined only on aarch64 */
 void tb_kernels_fill_neon_dotprod(tb_kernels_t *k);   /* aarch64: the SDOT kernels only */
+void tb_kernels_fill_i8mm(tb_kernels_t *k);   /* aarch64: the SMMLA gemms only (tier_i8mm.c) */
+
+/* ---- the i8mm tier's choice per format (calib.c) ---------------------
+ * Formats with an SMMLA gemm, in this order: Q8_0, Q4_0, TQ2_0. */
+#define TB_I8MM_N 3
+extern const tb_type_t tb_i8mm_types[TB_I8MM_N];
+/* use_mm[i]: keep the SMMLA gemm of format i. mode NULL, "" or "auto":
+ * where mm_ns[i] < sdot_ns[i] (both measured, > 0), else SDOT's;
+ * "smmla": all; "sdot": none. Any other mode: TB_ERR_ARG (use_mm then
+ * as for "auto"). */
+int tb_i8mm_choose(const char *mode, const double sdot_ns[TB_I8MM_N], const double mm_ns[TB_I8MM_N],
+                   bool use_mm[TB_I8MM_N]);
+/* The tier's features string naming the choice, e.g.
+ * "neon,dotprod,i8mm(gemm q8_0:smmla q4_0:sdot tq2_0:smmla)", into buf. */
+void tb_i8mm_describe(const bool use_mm[TB_I8MM_N], char *buf, size_t size);
 
 /* Generic read_sum (also the ref tier's). */
 uint64_t tb_read_sum_generic(const void *p, size_t n);

@@ -47,14 +47,14 @@ struct tb_session {
     float *xn;                       /* (nb, n_embd) normed input         */
     float *y;                        /* (nb, n_embd) block output         */
     float *y2;                       /* (nb, n_embd) second column slice's output */
-    void *act_own;                   /* (2, act_bytes) split decode: each thread's own norm row */
-    float *x_own;                    /* (2, n_embd) split decode: each thread's own copy of x */
-    float *xn_own;                   /* (2, n_embd) split decode: each thread's f32 norm row */
+    void *act_own;                   /* (2, act_bytes) split decode: each half's own norm row   */
+    float *x_own;                    /* (2, n_embd) split decode: each half's own copy of x   */
+    float *xn_own;                   /* (2, n_embd) split decode: each half's f32 norm row   */
     float *y_b, *y2_b;               /* (n_embd) each: the split decode's second output pair   */
     bool fold_pending;               /* x is short of (+ yp[0]) + yp[1] (split decode)         */
     float *yp[2];                    /* the pending pair: y, y2 or y_b, y2_b                   */
     void *split_plan;                /* (tb_split_plan_bytes) the passes of a split run          */
-    bool split_yield;                /* test hook: thread 1 leaves its output rows to thread 0 */
+    bool split_yield;                /* test hook: thread 0 alone takes the output rows */
     float *q;                        /* (nb, n_head * head_dim)           */
     float *k, *v;                    /* (nb, n_head_kv * head_dim)        */
     float *att;                      /* (nb, n_head * head_dim)           */
@@ -120,10 +120,11 @@ static inline void tb_fold_rows(float *dst, const float *x, const float *y, cons
     for (int64_t i = i0; i < i1; i++) dst[i] = (x[i] + y[i]) + y2[i];
 }
 
-/* ---- split.c: a layer's decode step on two threads (see there) -------- */
+/* ---- split.c: a layer's decode step on 2+ threads (see there) --------- */
 
-/* True when layer L's step runs split now: one token on 2 threads, not
- * profiling (its passes are per phase), and the layer has the slices. */
+/* True when layer L's step runs split now: one token on 2 or more
+ * threads (MoE: exactly 2), not profiling (its passes are per phase),
+ * and the layer has the slices. */
 bool tb_split_ok(const tb_session_t *s, const tb_layer_t *L, int32_t n);
 /* The decode step of layers [il0, il1), all split (tb_split_ok), in one
  * pool run; x may be left short of the last pass's two outputs

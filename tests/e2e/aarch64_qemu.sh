@@ -6,8 +6,9 @@
 # has no PATH to any tool (so no gnuplot) and no HOME,
 #   qemu-aarch64 ./ternbench run scenarios/quick.ini --db results.db
 # synthesizes maple-tiny beside the scenario and records every test. The
-# database must then hold one complete run on the dotprod tier (qemu's
-# "max" CPU has SDOT), every test of quick.ini complete with measurements,
+# database must then hold one complete run on the i8mm tier (qemu's
+# "max" CPU has SDOT and SMMLA) with its per-format gemm choice in the
+# tag isa.features, every test of quick.ini complete with measurements,
 # and host facts whose CPU features came from the hwcap words. Speed under
 # qemu is not measured.
 #
@@ -50,7 +51,7 @@ fi
 ls scenarios/.cache/*.gguf >/dev/null 2>&1 || { echo "FAIL: no synthesized model in scenarios/.cache"; exit 1; }
 
 python3 - results.db "$src/scenarios/quick.ini" <<'EOF'
-import sqlite3, sys
+import re, sqlite3, sys
 db = sqlite3.connect(sys.argv[1])
 def one(q, *a):
     return db.execute(q, a).fetchall()
@@ -61,7 +62,11 @@ if len(runs) != 1:
 else:
     rid, status, isa, threads = runs[0]
     if status != "complete": fails.append("run status %r, expected 'complete'" % status)
-    if isa != "dotprod": fails.append("run isa %r, expected 'dotprod' (the best tier on qemu's max CPU)" % isa)
+    if isa != "i8mm": fails.append("run isa %r, expected 'i8mm' (the best tier on qemu's max CPU)" % isa)
+    feat = one("SELECT value FROM run_tags WHERE run_id = ? AND key = 'isa.features'", rid)
+    if not feat or not re.fullmatch(r"neon,dotprod,i8mm\(gemm q8_0:(smmla|sdot) q4_0:(smmla|sdot) tq2_0:(smmla|sdot)\)",
+                                    feat[0][0]):
+        fails.append("run tag isa.features %r, expected the i8mm tier's gemm choice per format" % (feat,))
     if threads < 1: fails.append("run threads %d" % threads)
     want = {"pp64", "pp128", "tg32@d0", "tg32@d128", "ttft64", "pp32+tg48", "sustained600"}
     tests = dict(one("SELECT label, status FROM tests WHERE run_id = ?", rid))
@@ -81,5 +86,5 @@ else:
     if not m: fails.append("no model recorded for the run")
 for f in fails: print("FAIL:", f)
 if fails: sys.exit(1)
-print("ok: 1 complete run, 7 complete tests with measurements (dotprod tier, hwcap features, static aarch64, qemu-user)")
+print("ok: 1 complete run, 7 complete tests with measurements (i8mm tier and its gemm choice, hwcap features, static aarch64, qemu-user)")
 EOF

@@ -9,7 +9,10 @@
  * +-amax of both signs, tiny/subnormal/huge/zero blocks, the code grid),
  * n from one block up; fp16 narrowing of scales at every boundary. Both
  * the neon tier and the dotprod tier (its SDOT kernels over neon's table)
- * are run, the latter when the emulated CPU has dotprod (qemu -cpu max does).
+ * are run, the latter when the emulated CPU has dotprod (qemu -cpu max does),
+ * and the i8mm tier (its SMMLA gemms over dotprod's table) when it has
+ * i8mm (qemu -cpu max does): its gemm must equal dotprod's matvec bit for
+ * bit on every shape (odd rows and tokens: the 2x2 tiles' leftovers).
  * Budget (as test_kernels.c): |y - y_ref| <= (terms + 64) * FLT_EPSILON * S,
  * S = sum |w_j a_j| of dequantized values, terms = blocks (integer
  * formats) or elements (f32).
@@ -339,6 +342,21 @@ int main(void) {
         tb_kernels_fill_neon_dotprod(&sdot);
         check_tier(&ref, &sdot, "neon+dotprod");
         printf("dotprod variant tested (features: %s)\n", sdot.features);
+        if (getauxval(AT_HWCAP2) & (1 << 13)) {   /* HWCAP2_I8MM */
+            tb_cpu.i8mm = true;
+            tb_kernels_t mm = sdot;
+            tb_kernels_fill_i8mm(&mm);
+            check_tier(&ref, &mm, "i8mm");
+            for (int64_t nt = 1; nt <= 4; nt++)   /* every token-pair leftover, row pairs and a last row */
+                for (int64_t rows = 1; rows <= 5; rows++) {
+                    check_shape(&ref, &mm, "i8mm", TB_TYPE_Q4_0, rows, 32 * 9, nt, 0, rows);
+                    check_shape(&ref, &mm, "i8mm", TB_TYPE_Q8_0, rows, 32 * 5, nt, rows > 2, rows);
+                    check_shape(&ref, &mm, "i8mm", TB_TYPE_TQ2_0, rows, 256 * 3, nt, 0, rows);
+                }
+            printf("i8mm variant tested (features: %s)\n", mm.features);
+        } else {
+            printf("no i8mm on this CPU: SMMLA variant not tested\n");
+        }
     } else {
         printf("no dotprod on this CPU: SDOT variant not tested\n");
     }

@@ -4,7 +4,11 @@
  * and tb_isa_set(); names round-trip; unavailable tiers are refused. The
  * software prefetch distance follows TB_PREFETCH (argv[2]; refused values
  * leave the CPU's default) and tb_prefetch_set(), which refuses what is
- * not 0 or a multiple of 64 up to TB_PREFETCH_MAX.
+ * not 0 or a multiple of 64 up to TB_PREFETCH_MAX. The i8mm tier's choice
+ * per format between SMMLA and SDOT (tb_i8mm_choose) on injected timings:
+ * the faster path per format, ties and failed timings to SDOT, the
+ * smmla / sdot overrides, a bad mode refused; and the features string
+ * that names the choice.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -47,7 +51,7 @@ static void test_set(void **state) {
     assert_int_equal(tb_isa_active(), TB_ISA_REF);
     assert_ptr_equal(tb_kernels(), tb_kernels_for(TB_ISA_REF));
     assert_string_equal(tb_isa_features(), "");
-    for (int isa = 0; isa <= TB_ISA_NEON; isa++) {
+    for (int isa = 0; isa <= TB_ISA_LAST; isa++) {
         int rc = tb_isa_set((tb_isa_t)isa);
         if (tb_kernels_for((tb_isa_t)isa)) {
             assert_int_equal(rc, TB_OK);
@@ -70,6 +74,42 @@ static void test_set(void **state) {
         assert_int_equal(strstr(f, "avx512bf16") != NULL, tb_cpu.avx512bf16);   /* the tier is built with -mavx512bf16 */
     }
 #endif
+}
+
+static void test_i8mm_choose(void **state) {
+    (void)state;
+    bool use[TB_I8MM_N];
+    /* Q8_0 faster with SMMLA, Q4_0 slower (as on cores where SMMLA loses), TQ2_0 a tie */
+    const double sdot[TB_I8MM_N] = {1000, 800, 500}, mm[TB_I8MM_N] = {600, 900, 500};
+    assert_int_equal(tb_i8mm_choose(NULL, sdot, mm, use), TB_OK);
+    assert_true(use[0]);
+    assert_false(use[1]);
+    assert_false(use[2]);
+    assert_int_equal(tb_i8mm_choose("auto", mm, sdot, use), TB_OK);   /* swapped: the other way */
+    assert_false(use[0]);
+    assert_true(use[1]);
+    assert_false(use[2]);
+    const double failed[TB_I8MM_N] = {-1, 0, 100};    /* a timing that did not run never wins */
+    assert_int_equal(tb_i8mm_choose("", sdot, failed, use), TB_OK);
+    assert_false(use[0]);
+    assert_false(use[1]);
+    assert_true(use[2]);
+    assert_int_equal(tb_i8mm_choose("", failed, mm, use), TB_OK);
+    assert_false(use[0]);
+    assert_false(use[1]);
+    assert_false(use[2]);
+    assert_int_equal(tb_i8mm_choose("SMMLA", sdot, mm, use), TB_OK);
+    for (int i = 0; i < TB_I8MM_N; i++) assert_true(use[i]);
+    assert_int_equal(tb_i8mm_choose("sdot", sdot, mm, use), TB_OK);
+    for (int i = 0; i < TB_I8MM_N; i++) assert_false(use[i]);
+    assert_int_equal(tb_i8mm_choose("fast", sdot, mm, use), TB_ERR_ARG);
+    assert_non_null(strstr(tb_last_error(), "fast"));
+    assert_true(use[0] && !use[1] && !use[2]);   /* as auto */
+    char buf[96];
+    tb_i8mm_describe(use, buf, sizeof buf);
+    assert_string_equal(buf, "neon,dotprod,i8mm(gemm q8_0:smmla q4_0:sdot tq2_0:sdot)");
+    tb_i8mm_describe(use, buf, 20);   /* cut, still a string */
+    assert_int_equal(strlen(buf), 19);
 }
 
 static void test_names(void **state) {
@@ -129,6 +169,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_env_cap),
         cmocka_unit_test(test_set),
         cmocka_unit_test(test_names),
+        cmocka_unit_test(test_i8mm_choose),
         cmocka_unit_test(test_prefetch_env),
         cmocka_unit_test(test_prefetch_set),
     };

@@ -9,10 +9,15 @@
  * bit at every position: llama-tiny Q4_0 and F16 (dense, quantized and
  * f32 activations) and maple-tiny Q4_0 (MoE: Wo). A mutant that computes
  * the other slice's rows on its own activation fails.
+ * The same at 3, 5 and 8 threads (two groups of threads, each sharing
+ * its half's rows; thread 0 takes every output row of both halves) on
+ * llama-tiny Q4_0.
  * Any thread count: a short prefill then token-by-token decode at 2..8
- * threads (2: the split layers; others: the claimed passes of the unsplit
- * path) gives the 1-thread logits bit for bit at every position, on
- * llama-tiny Q4_0 and TQ2_0 (dense) and maple-tiny Q4_0 (MoE).
+ * threads gives the 1-thread logits bit for bit at every position, on
+ * llama-tiny Q4_0 and TQ2_0 (dense: every decode step through the split
+ * layers at every count >= 2, which the split profile's run count shows)
+ * and maple-tiny Q4_0 (MoE: split at 2 threads, the claimed passes of the
+ * unsplit path at the others).
  * Also: a column slice read in place from the file mapping (weights
  * mmap, a tier that repacks nothing: every row read at the whole row's
  * stride) gives the logits of its packed copy (weights copy).
@@ -28,8 +33,9 @@
 
 #include "helpers.h"
 #include "model/session.h"
+#include "ternbench_profile.h"
 
-static void yield_decode_equal(const char *preset, int type) {
+static void yield_decode_equal(const char *preset, int type, int nth) {
     tb_model_t *m;
     if (th_load_split(preset, type, &m)) fail_msg("%s type %d: no model whose layers split", preset, type);
     const int V = tb_model_n_vocab(m), n = 32;
@@ -39,14 +45,19 @@ static void yield_decode_equal(const char *preset, int type) {
     sp.n_ctx = 40;
     tb_session_t *s1, *s2;
     assert_int_equal(th_sessions_1_2(m, sp, &s1, &s2), TB_OK);
+    if (nth != 2) {
+        tb_session_free(s2);
+        sp.n_threads = nth;
+        assert_int_equal(tb_session_new(m, &sp, &s2), TB_OK);
+    }
     s2->split_yield = true;
     for (int t = 0; t < n; t++) {
         assert_int_equal(tb_session_eval(s1, &ids[t], 1, false), TB_OK);
         assert_int_equal(tb_session_eval(s2, &ids[t], 1, false), TB_OK);
         const float *a = tb_session_logits(s1, -1), *b = tb_session_logits(s2, -1);
         if (memcmp(a, b, (size_t)V * sizeof *a))
-            fail_msg("%s type %d: position %d logits differ when thread 0 computes every output row "
-                     "(rel L2 %.3g)", preset, type, t, th_rel_l2(a, b, (size_t)V));
+            fail_msg("%s type %d, %d threads: position %d logits differ when thread 0 computes every "
+                     "output row (rel L2 %.3g)", preset, type, nth, t, th_rel_l2(a, b, (size_t)V));
     }
     tb_session_free(s1);
     tb_session_free(s2);
@@ -105,6 +116,8 @@ static void threads_equal(const char *preset, int type) {
     if (th_synth(th_dir, preset, type, path, sizeof path)) fail_msg("synth: %s", tb_last_error());
     tb_model_t *m;
     if (tb_model_load(path, &m) != TB_OK) fail_msg("%s: %s", path, tb_last_error());
+    tb_model_info_t in;
+    assert_int_equal(tb_model_get_info(m, &in), TB_OK);
     const int V = tb_model_n_vocab(m), n_pre = 5, n_dec = 8;
     int32_t ids[13];
     th_prompt(ids, n_pre + n_dec, V, 11);
@@ -116,6 +129,7 @@ static void threads_equal(const char *preset, int type) {
         sp.n_threads = nth;
         tb_session_t *s;
         assert_int_equal(tb_session_new(m, &sp, &s), TB_OK);
+        tb_session_set_split_profile(s, true);
         for (int t = 0; t <= n_dec; t++) {
             /* step 0: the prompt in one prefill call; then one token at a time */
             const int32_t *tok = t ? &ids[n_pre + t - 1] : ids;
@@ -127,6 +141,12 @@ static void threads_equal(const char *preset, int type) {
                 fail_msg("%s type %d: %s %d logits differ, %d threads vs 1 (rel L2 %.3g)", preset, type,
                          t ? "decode step" : "prefill", t, nth, th_rel_l2(l, w, (size_t)V));
         }
+        tb_split_profile_t sp_out;
+        tb_session_get_split_profile(s, &sp_out);
+        const bool split = in.split_layers == in.n_layer && nth >= 2 && (in.n_expert == 0 || nth == 2);
+        if (sp_out.runs != (split ? (uint64_t)n_dec : 0))
+            fail_msg("%s type %d: %d threads: %llu split runs in %d decode steps, expected %d", preset, type, nth,
+                     (unsigned long long)sp_out.runs, n_dec, split ? n_dec : 0);
         tb_session_free(s);
     }
     free(want);
@@ -137,15 +157,21 @@ static void test_threads_q4_0(void **st) { (void)st; threads_equal("llama-tiny",
 static void test_threads_tq2_0(void **st) { (void)st; threads_equal("llama-tiny", TB_TYPE_TQ2_0); }
 static void test_threads_maple(void **st) { (void)st; threads_equal("maple-tiny", TB_TYPE_Q4_0); }
 
-static void test_yield_q4_0(void **st) { (void)st; yield_decode_equal("llama-tiny", TB_TYPE_Q4_0); }
-static void test_yield_f16(void **st) { (void)st; yield_decode_equal("llama-tiny", TB_TYPE_F16); }
-static void test_yield_maple(void **st) { (void)st; yield_decode_equal("maple-tiny", TB_TYPE_Q4_0); }
+static void test_yield_q4_0(void **st) { (void)st; yield_decode_equal("llama-tiny", TB_TYPE_Q4_0, 2); }
+static void test_yield_f16(void **st) { (void)st; yield_decode_equal("llama-tiny", TB_TYPE_F16, 2); }
+static void test_yield_maple(void **st) { (void)st; yield_decode_equal("maple-tiny", TB_TYPE_Q4_0, 2); }
+static void test_yield_groups(void **st) {
+    (void)st;
+    const int nths[] = {3, 5, 8};
+    for (size_t i = 0; i < TB_ARRAY_LEN(nths); i++) yield_decode_equal("llama-tiny", TB_TYPE_Q4_0, nths[i]);
+}
 
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_yield_q4_0),
         cmocka_unit_test(test_yield_f16),
         cmocka_unit_test(test_yield_maple),
+        cmocka_unit_test(test_yield_groups),
         cmocka_unit_test(test_views_in_place),
         cmocka_unit_test(test_threads_q4_0),
         cmocka_unit_test(test_threads_tq2_0),
