@@ -259,7 +259,8 @@ static void test_shipped_scenarios(void **state) {
     const char *root = getenv("TB_SOURCE_ROOT");
     if (!root) skip();
     const char *names[] = {"quick", "maple-deepgrove-protocol", "maple-depth-sweep", "sustained",
-                           "quant-compare", "chars", "maple-claims", "peer-llamacpp"};
+                           "quant-compare", "chars", "maple-claims", "peer-llamacpp",
+                           "sustained-tiny"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         char path[1024];
         snprintf(path, sizeof path, "%s/scenarios/%s.ini", root, names[i]);
