@@ -472,7 +472,14 @@ int cmd_count(int argc, char **argv) {
     }
 
     if (o.baseline && count_baseline_validate(o.baseline)) return 2;
-    char dir[] = "/tmp/tb_count_XXXXXX";
+    /* scratch folder for the synthesized models: $TMPDIR, else the system's */
+    const char *tmp = getenv("TMPDIR");   /* quoted into `rm -rf` below: none with a quote */
+    if (tmp && strchr(tmp, '\'')) tmp = NULL;
+    char dir[4096];
+    if (snprintf(dir, sizeof dir, "%s/tb_count_XXXXXX", tmp && *tmp ? tmp : P_tmpdir) >= (int)sizeof dir) {
+        fprintf(stderr, "ternbench count: TMPDIR is too long\n");
+        return 2;
+    }
     if (!mkdtemp(dir)) { fprintf(stderr, "ternbench count: mkdtemp: %s\n", strerror(errno)); return 1; }
     static char synth_path[2][4200];
     int rc = 0;

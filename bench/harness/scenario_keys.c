@@ -41,7 +41,7 @@ const tb_key_def_t tb_scenario_keys[K_COUNT] = {
     [K_ENGINE_THREADS] = {TB_SEC_ENGINE, "threads", TB_KT_INT, TB_UNIT_NONE, "0", 0, 1024, NULL,
         "Worker threads (0: one per online CPU)."},
     [K_ENGINE_ISA] = {TB_SEC_ENGINE, "isa", TB_KT_ENUM, TB_UNIT_NONE, "auto", 0, 0,
-        "auto|ref|generic|avx2|avx512|neon",
+        "auto|ref|generic|avx2|avx512|neon|dotprod|i8mm",
         "Cap the kernel tier (auto: the best this CPU supports, or $TB_ISA)."},
     [K_ENGINE_KV_TYPE] = {TB_SEC_ENGINE, "kv_type", TB_KT_ENUM, TB_UNIT_NONE, "f16", 0, 0, "f16|f32",
         "KV cache element type."},
