@@ -37,7 +37,7 @@ static void distinct(rp_set_t *s, const rp_run_t *only, size_t off, rp_buf_t *ou
         if (only && &s->runs[i] != only) continue;
         const char *v = *(char **)((char *)&s->runs[i] + off);
         int dup = 0;
-        for (int j = 0; j < i && !dup; j++) dup = !strcmp(v, *(char **)((char *)&s->runs[j] + off));
+        for (int j = 0; j < i && !dup && !only; j++) dup = !strcmp(v, *(char **)((char *)&s->runs[j] + off));
         if (dup) continue;
         if (shown == 4) { rp_buf_puts(out, ", …"); break; }
         rp_buf_printf(out, "%s%s", shown++ ? ", " : "", v);
@@ -58,7 +58,7 @@ void rp_chart_subtitle(rp_ctx_t *c, const rp_run_t *only, rp_buf_t *out) {
         const rp_run_t *r = &s->runs[i];
         if (only && r != only) continue;
         int dup = 0;
-        for (int j = 0; j < i && !dup; j++)
+        for (int j = 0; j < i && !dup && !only; j++)   /* one run alone: no earlier duplicate */
             dup = !strcmp(r->commit, s->runs[j].commit) && !strcmp(r->build_type, s->runs[j].build_type);
         if (dup) continue;
         if (shown == 3) { rp_buf_puts(out, ", …"); break; }

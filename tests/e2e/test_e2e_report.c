@@ -122,6 +122,29 @@ static void test_report_from_runner(void **state) {
     free(md);
     sqlite3_close(d);
 
+    /* a second run of the same host and build: its own chart still names them (a per-run
+     * chart's subtitle is not de-duplicated against the other runs in the report) */
+    E2E_RUN(&r, E2E_NO_LIMIT, "run", "all.ini", "--db", "all.db", "-q");
+    if (r.status != 0) fail_msg("second run: exit %d: %s", r.status, r.err);
+    e2e_res_free(&r);
+    E2E_RUN(&r, E2E_NO_LIMIT, "report", "--db", "all.db", "--last", "2", "--out", "rep2");
+    if (r.status != 0) fail_msg("report --last 2: exit %d: %s", r.status, r.err);
+    e2e_res_free(&r);
+    assert_int_equal(sqlite3_open_v2(dbp, &d, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+    assert_int_equal(sqlite3_prepare_v2(d, "SELECT run_id, id FROM tests WHERE kind = 'sustained'"
+                                           " ORDER BY id DESC LIMIT 1", -1, &st, NULL), SQLITE_OK);
+    assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+    long long run2 = sqlite3_column_int64(st, 0), tid2 = sqlite3_column_int64(st, 1);
+    sqlite3_finalize(st);
+    sqlite3_close(d);
+    assert_true(run2 > run);
+    snprintf(name, sizeof name, "rep2/sustained_r%lld_t%lld.gp", run2, tid2);
+    gp = e2e_slurp(name, NULL);
+    if (!gp) fail_msg("no chart %s", name);
+    if (strstr(gp, "host:  (") || strstr(gp, "build: \"") || strstr(gp, "build: \n"))
+        fail_msg("%s: subtitle without host or build", name);
+    free(gp);
+
     /* --split: each test's repetitions by machine state; a split above any probe leaves every
      * repetition low or mixed, and the counts of a row add up to its repetitions */
     E2E_RUN(&r, E2E_NO_LIMIT, "report", "--db", "all.db", "--last", "1", "--split", "100000", "--no-charts",
