@@ -24,30 +24,17 @@
 #include "store_claims.h"
 #include "ternbench.h"
 #include "tmpdir.h"
+#include "plan_expect.h"
 
 static int setup(void **state) {
     (void)state;
     return tmpdir_make("claims");
 }
 
-static int parse(const char *text, tb_plan_t *p) {
-    char path[512];
-    snprintf(path, sizeof path, "%s/c.ini", tmpdir);
-    return tb_plan_parse(path, text, strlen(text), p);
-}
+static int parse(const char *text, tb_plan_t *p) { return plan_parse_in("c.ini", text, p); }
 
-/* Expect "TMPDIR/c.ini:LINE: ...WHAT...". */
 static void expect_error(const char *text, int line, const char *what) {
-    tb_plan_t p;
-    int rc = parse(text, &p);
-    tb_plan_free(&p);
-    if (rc == TB_OK) fail_msg("parsed but expected an error containing \"%s\":\n%s", what, text);
-    assert_int_equal(rc, TB_ERR_FORMAT);
-    char prefix[600];
-    snprintf(prefix, sizeof prefix, "%s/c.ini:%d: ", tmpdir, line);
-    const char *msg = tb_last_error();
-    if (strncmp(msg, prefix, strlen(prefix)) != 0) fail_msg("message \"%s\" does not start with \"%s\"", msg, prefix);
-    if (!strstr(msg, what)) fail_msg("message \"%s\" lacks \"%s\"", msg, what);
+    plan_expect_error_in("c.ini", text, line, what);
 }
 
 #define M "[model]\nsynth = maple-tiny\n"   /* lines 1-2 */
